@@ -1,0 +1,145 @@
+#include "aten/copy_kernels.h"
+
+#include <ATen/ATen.h>
+#include <ATen/TensorIterator.h>
+
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "aten/cl_types.h"
+#include "aten/opencl_tensor.h"
+#include "runtime/embedded_sources.h"
+#include "runtime/memcpy.h"
+#include "runtime/program_cache.h"
+
+namespace torch_opencl {
+namespace {
+
+constexpr int kMaxDims = 12;  // MAX_DIMS in kernels_cl/copy.cl
+
+struct Geometry {
+  cl_long sizes[kMaxDims];
+  cl_long dst_strides[kMaxDims];
+  cl_long src_strides[kMaxDims];
+};
+
+cl_program copy_program(int device, at::ScalarType src, at::ScalarType dst) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int, at::ScalarType, at::ScalarType>, cl_program> programs;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& program = programs[{device, src, dst}];
+  if (!program) {
+    const std::string source = program_prelude({src, dst}) + operand_defines("SRC", src) +
+                               operand_defines("DST", dst) + tocl::embedded_sources().at("copy.cl");
+    program = tocl::get_program(device, source);
+  }
+  return program;
+}
+
+// Fills geometry from a TensorIterator (innermost dimension first); false if it has too many dims.
+bool iterator_geometry(const at::TensorIterator& iter, Geometry& g, int* ndim) {
+  *ndim = iter.ndim();
+  if (*ndim > kMaxDims) return false;
+  const auto shape = iter.shape();
+  for (int k = 0; k < *ndim; ++k) {
+    g.sizes[k] = shape[k];
+    g.dst_strides[k] = iter.strides(0)[k] / iter.element_size(0);
+    g.src_strides[k] = iter.ntensors() > 1 ? iter.strides(1)[k] / iter.element_size(1) : 0;
+  }
+  return true;
+}
+
+std::pair<int64_t, int64_t> element_span(const at::Tensor& t) {
+  int64_t last = t.storage_offset();
+  for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
+  return {t.storage_offset(), last + 1};
+}
+
+}  // namespace
+
+bool device_copy(const at::Tensor& dst, const at::Tensor& src) {
+  const int device = device_index(dst);
+  if (!device_supports(src.scalar_type(), device) || !device_supports(dst.scalar_type(), device)) return false;
+  if (dst.numel() == 0) return true;
+  const int stream = tocl::current_stream(device);
+  const bool same_shape = dst.sizes().equals(src.sizes());
+  if (same_shape && dst.is_contiguous() && src.is_contiguous()) {
+    if (dst.scalar_type() == src.scalar_type()) {
+      tocl::copy_device_to_device(device, stream, dst.data_ptr(), src.const_data_ptr(), dst.nbytes());
+      return true;
+    }
+    cl_kernel k = tocl::get_kernel(copy_program(device, src.scalar_type(), dst.scalar_type()), "copy_contiguous");
+    tocl::set_args(k, buffer_arg(dst), buffer_arg(src), static_cast<cl_ulong>(dst.numel()));
+    tocl::enqueue_1d(device, stream, k, dst.numel());
+    return true;
+  }
+  auto iter = at::TensorIteratorConfig()
+                  .add_output(dst)
+                  .add_const_input(src)
+                  .resize_outputs(false)
+                  .check_all_same_dtype(false)
+                  .build();
+  Geometry g{};
+  int ndim = 0;
+  if (!iterator_geometry(iter, g, &ndim)) return false;
+  // The iterator may have moved the base pointers by reordering: use its data pointers.
+  const tocl::Resolved d = tocl::resolve(iter.data_ptr(0));
+  const tocl::Resolved s = tocl::resolve(iter.data_ptr(1));
+  cl_kernel k = tocl::get_kernel(copy_program(device, src.scalar_type(), dst.scalar_type()), "copy_strided");
+  tocl::set_args(k, tocl::BufferArg{d.buffer, d.offset / dst.element_size()},
+                 tocl::BufferArg{s.buffer, s.offset / src.element_size()}, static_cast<cl_ulong>(iter.numel()),
+                 static_cast<cl_int>(ndim), g);
+  tocl::enqueue_1d(device, stream, k, iter.numel());
+  return true;
+}
+
+bool device_fill(const at::Tensor& dst, const c10::Scalar& value) {
+  const int device = device_index(dst);
+  const auto type = dst.scalar_type();
+  if (!device_supports(type, device)) return false;
+  if (dst.numel() == 0) return true;
+  const int stream = tocl::current_stream(device);
+  // The value's bytes as the dtype stores them (CPU does the conversion, with its rules).
+  const auto bits = at::scalar_tensor(value, at::TensorOptions().dtype(type));
+  if (dst.is_non_overlapping_and_dense()) {
+    tocl::fill_device(device, stream, dst.data_ptr(), bits.const_data_ptr(), dst.element_size(), dst.nbytes());
+    return true;
+  }
+  auto iter = at::TensorIteratorConfig().add_output(dst).resize_outputs(false).build();
+  Geometry g{};
+  int ndim = 0;
+  if (!iterator_geometry(iter, g, &ndim)) return false;
+  const auto compute = compute_dtype(type);
+  const auto compute_bits = at::scalar_tensor(value, at::TensorOptions().dtype(compute));
+  const tocl::Resolved d = tocl::resolve(iter.data_ptr(0));
+  cl_kernel k = tocl::get_kernel(copy_program(device, compute, type), "fill_strided");
+  tocl::set_args(k, tocl::BufferArg{d.buffer, d.offset / dst.element_size()}, static_cast<cl_ulong>(iter.numel()),
+                 static_cast<cl_int>(ndim), g);
+  TOCL_CHECK(clSetKernelArg(k, 5, compute_bits.element_size(), compute_bits.const_data_ptr()));
+  tocl::enqueue_1d(device, stream, k, iter.numel());
+  return true;
+}
+
+at::Tensor host_mirror(const at::Tensor& t) {
+  const auto options = t.options().device(at::kCPU);
+  if (t.numel() == 0) return at::empty_strided(t.sizes(), t.strides(), options);
+  const auto [begin, end] = element_span(t);
+  auto buffer = at::empty({end - begin}, options);
+  const int device = device_index(t);
+  const char* base = static_cast<const char*>(t.storage().data()) + begin * t.element_size();
+  tocl::copy_device_to_host(device, tocl::current_stream(device), buffer.data_ptr(), base,
+                            (end - begin) * t.element_size());
+  return buffer.as_strided(t.sizes(), t.strides(), 0);
+}
+
+void write_back_mirror(const at::Tensor& t, const at::Tensor& mirror) {
+  if (t.numel() == 0) return;
+  const auto [begin, end] = element_span(t);
+  const int device = device_index(t);
+  char* base = static_cast<char*>(t.storage().mutable_data()) + begin * t.element_size();
+  tocl::copy_host_to_device(device, tocl::current_stream(device), base, mirror.storage().data(),
+                            (end - begin) * t.element_size());
+}
+
+}  // namespace torch_opencl

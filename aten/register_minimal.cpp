@@ -1,0 +1,27 @@
+// Registration of the minimum operator set: the list only; kernels live in
+// tensor_factories.cpp, views.cpp, copy.cpp and fill.cpp.
+#include <torch/library.h>
+
+#include "aten/minimal_ops.h"
+
+namespace torch_opencl {
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
+  m.impl("empty_strided", TORCH_FN(empty_strided));
+  m.impl("as_strided", TORCH_FN(as_strided));
+  m.impl("view", TORCH_FN(view));
+  m.impl("_reshape_alias", TORCH_FN(reshape_alias));
+  m.impl("resize_", TORCH_FN(resize_));
+  m.impl("set_.source_Tensor", TORCH_FN(set_source_tensor_));
+  m.impl("set_.source_Storage", TORCH_FN(set_source_storage_));
+  m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_source_storage_offset_));
+  m.impl("_copy_from", TORCH_FN(copy_from));
+  m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
+  m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+  m.impl("fill_.Scalar", TORCH_FN(fill_scalar_));
+  m.impl("fill_.Tensor", TORCH_FN(fill_tensor_));
+  m.impl("zero_", TORCH_FN(zero_));
+}
+
+}  // namespace torch_opencl

@@ -1,0 +1,42 @@
+#include <ATen/EmptyTensor.h>
+#include <c10/core/DeviceGuard.h>
+
+#include "aten/cl_types.h"
+#include "aten/minimal_ops.h"
+
+namespace torch_opencl {
+namespace {
+
+constexpr c10::DispatchKeySet kOpenCLKeys(c10::DispatchKey::PrivateUse1);
+
+c10::Device check_options(std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                          std::optional<bool> pin_memory) {
+  const auto d = c10::device_or_default(device);
+  TORCH_CHECK(d.is_privateuseone(), "expected an opencl device, got ", d);
+  TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided,
+              "opencl supports only strided tensors; got layout ", c10::layout_or_default(layout));
+  TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "pin_memory applies to CPU tensors only");
+  return d;
+}
+
+}  // namespace
+
+at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                               std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> memory_format) {
+  const auto d = check_options(layout, device, pin_memory);
+  const c10::DeviceGuard guard(d);
+  return at::detail::empty_generic(size, c10::GetAllocator(c10::DeviceType::PrivateUse1), kOpenCLKeys,
+                                   c10::dtype_or_default(dtype), memory_format);
+}
+
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
+                         std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                         std::optional<bool> pin_memory) {
+  const auto d = check_options(layout, device, pin_memory);
+  const c10::DeviceGuard guard(d);
+  return at::detail::empty_strided_generic(size, stride, c10::GetAllocator(c10::DeviceType::PrivateUse1),
+                                           kOpenCLKeys, c10::dtype_or_default(dtype));
+}
+
+}  // namespace torch_opencl

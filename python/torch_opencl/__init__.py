@@ -1,0 +1,36 @@
+"""torch-opencl: an OpenCL accelerator backend for PyTorch.
+
+Importing this package (plain ``import torch`` does it through the
+``torch.backends`` entry point) renames PyTorch's PrivateUse1 backend to
+``opencl``, registers ``torch.opencl`` and the ``.opencl()`` methods, and loads
+the native kernels and the CPU fallback.
+"""
+import torch
+
+from . import _C  # noqa: F401  (loads libtorch_opencl: guard, hooks, allocator, kernels)
+
+_BACKEND = "opencl"
+
+
+def _register():
+    if torch._C._get_privateuse1_backend_name() != _BACKEND:
+        torch.utils.rename_privateuse1_backend(_BACKEND)
+    from . import device_module
+
+    if not hasattr(torch, _BACKEND):
+        torch._register_device_module(_BACKEND, device_module)
+    if not hasattr(torch.Tensor, "is_opencl"):
+        torch.utils.generate_methods_for_privateuse1_backend(
+            for_tensor=True, for_module=True, for_storage=True, for_packed_sequence=True
+        )
+
+
+_register()
+
+from .device_module import *  # noqa: E402,F401,F403
+
+__version__ = "0.1.0"
+
+
+def _autoload():
+    """Entry point of the ``torch.backends`` group: importing the package is all it takes."""

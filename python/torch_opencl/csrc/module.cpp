@@ -1,0 +1,169 @@
+// torch_opencl._C: the Python face of the runtime, the allocator and the fallback.
+// Loading it loads libtorch_opencl, whose static initialisers register the
+// device guard, hooks, allocator, kernels and fallback with the dispatcher.
+#include <torch/csrc/Generator.h>
+#include <torch/extension.h>
+
+#include "aten/generator.h"
+
+#include "fallback/fallback.h"
+#include "runtime/allocator.h"
+#include "runtime/device.h"
+#include "runtime/error.h"
+#include "runtime/program_cache.h"
+#include "runtime/stream.h"
+
+#include <CL/cl.h>
+#include <clblast.h>
+
+namespace py = pybind11;
+
+namespace {
+
+py::dict device_properties(int index) {
+  const auto& d = tocl::device_info(index);
+  py::dict p;
+  p["name"] = d.name;
+  p["vendor"] = d.vendor;
+  p["platform"] = d.platform_name;
+  p["platform_vendor"] = d.platform_vendor;
+  p["platform_version"] = d.platform_version;
+  p["driver_version"] = d.driver_version;
+  p["device_version"] = d.device_version;
+  p["opencl_c_version"] = d.opencl_c_version;
+  p["type"] = d.type_name();
+  p["total_memory"] = d.global_mem_size;
+  p["max_alloc_size"] = d.max_alloc_size;
+  p["local_memory"] = d.local_mem_size;
+  p["compute_units"] = d.compute_units;
+  p["max_clock_mhz"] = d.max_clock_mhz;
+  p["max_work_group_size"] = d.max_work_group_size;
+  p["fp64"] = d.fp64;
+  p["fp16"] = d.fp16;
+  p["extensions"] = d.extensions;
+  p["platform_index"] = d.platform_index;
+  p["index_in_platform"] = d.index_in_platform;
+  return p;
+}
+
+py::list platforms_list() {
+  py::list out;
+  for (const auto& p : tocl::platforms()) {
+    py::dict entry;
+    entry["index"] = p.index;
+    entry["name"] = p.name;
+    entry["vendor"] = p.vendor;
+    entry["version"] = p.version;
+    py::list devices;
+    for (const auto& d : p.devices) {
+      py::dict dev;
+      dev["index"] = d.index_in_platform;
+      dev["name"] = d.name;
+      dev["type"] = d.type_name();
+      dev["driver_version"] = d.driver_version;
+      devices.append(dev);
+    }
+    entry["devices"] = devices;
+    out.append(entry);
+  }
+  return out;
+}
+
+py::dict allocator_stats(int device) {
+  const auto s = tocl::allocator(device).stats();
+  py::dict out;
+  const char* pools[] = {"all", "small_pool", "large_pool"};
+  auto put = [&](const char* name, const tocl::StatArray& a) {
+    for (int i = 0; i < 3; ++i) {
+      const std::string prefix = std::string(name) + "." + pools[i] + ".";
+      out[py::str(prefix + "current")] = a[i].current;
+      out[py::str(prefix + "peak")] = a[i].peak;
+      out[py::str(prefix + "allocated")] = a[i].allocated;
+      out[py::str(prefix + "freed")] = a[i].freed;
+    }
+  };
+  put("allocation", s.allocation);
+  put("segment", s.segment);
+  put("active", s.active);
+  put("inactive_split", s.inactive_split);
+  put("allocated_bytes", s.allocated_bytes);
+  put("reserved_bytes", s.reserved_bytes);
+  put("active_bytes", s.active_bytes);
+  put("inactive_split_bytes", s.inactive_split_bytes);
+  put("requested_bytes", s.requested_bytes);
+  out["num_alloc_retries"] = s.num_alloc_retries;
+  out["num_ooms"] = s.num_ooms;
+  out["num_device_alloc"] = s.num_device_alloc;
+  out["num_device_free"] = s.num_device_free;
+  out["cache_hits"] = s.cache_hits;
+  out["cache_misses"] = s.cache_misses;
+  return out;
+}
+
+py::dict program_cache_stats() {
+  const auto s = tocl::program_cache_stats();
+  py::dict out;
+  out["memory_hits"] = s.memory_hits;
+  out["disk_loads"] = s.disk_loads;
+  out["source_builds"] = s.source_builds;
+  out["corrupt_files"] = s.corrupt_files;
+  out["build_seconds"] = s.build_seconds;
+  return out;
+}
+
+std::string clblast_version() {
+#ifdef TORCH_OPENCL_CLBLAST_VERSION
+  return TORCH_OPENCL_CLBLAST_VERSION;
+#else
+  return "unknown";
+#endif
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "torch_opencl native bindings";
+  // Runtime errors reach Python as RuntimeError, and out-of-memory as torch.OutOfMemoryError.
+  py::register_exception<tocl::Error>(m, "OpenCLError", PyExc_RuntimeError);
+
+  m.def("_device_count", &tocl::device_count);
+  m.def("_selection_reason", [] { return tocl::selection().reason; });
+  m.def("_platforms", &platforms_list);
+  m.def("_describe_platforms", &tocl::describe_platforms);
+  m.def("_device_properties", &device_properties);
+  m.def("_current_device", &tocl::current_device);
+  m.def("_set_device", &tocl::set_current_device);
+  m.def("_synchronize", &tocl::synchronize_device, py::call_guard<py::gil_scoped_release>());
+  m.def("_current_stream_id", &tocl::current_stream);
+
+  m.def("_memory_stats", &allocator_stats);
+  m.def("_empty_cache", [](int device) { tocl::allocator(device).empty_cache(); });
+  m.def("_reset_peak_memory_stats", [](int device) { tocl::allocator(device).reset_peak_stats(); });
+  m.def("_reset_accumulated_memory_stats", [](int device) { tocl::allocator(device).reset_accumulated_stats(); });
+  m.def("_set_memory_limit", [](int device, uint64_t bytes) { tocl::allocator(device).set_memory_limit(bytes); });
+  m.def("_raw_alloc", [](int device, size_t bytes) {
+    return reinterpret_cast<uintptr_t>(tocl::allocator(device).allocate(bytes, tocl::current_stream(device)));
+  });
+  m.def("_raw_free", [](int device, uintptr_t ptr) { tocl::allocator(device).free(reinterpret_cast<void*>(ptr)); });
+
+  m.def("_program_cache_stats", &program_cache_stats);
+  m.def("_clear_program_memory_cache", &tocl::clear_memory_cache);
+  m.def("_cache_dir", &tocl::cache_dir);
+  m.def("_build_program", [](int device, const std::string& source, const std::string& options) {
+    tocl::get_program(device, source, options);
+  }, py::call_guard<py::gil_scoped_release>());
+  m.def("_error_name", &tocl::error_name);
+
+  m.def("_clblast_version", &clblast_version);
+  m.def("_opencl_headers_version", [] { return CL_TARGET_OPENCL_VERSION; });
+
+  m.def("_default_generator", [](int device) {
+    return py::reinterpret_steal<py::object>(
+        THPGenerator_initDefaultGenerator(torch_opencl::default_generator(static_cast<c10::DeviceIndex>(device))));
+  });
+
+  m.def("_fallback_stats", [] { return torch_opencl::fallback_stats(); });
+  m.def("_reset_fallback_stats", &torch_opencl::reset_fallback_stats);
+  m.def("_fallback_mode", &torch_opencl::fallback_mode_name);
+  m.def("_set_fallback_mode", &torch_opencl::set_fallback_mode);
+}

@@ -1,0 +1,42 @@
+#pragma once
+// Setting kernel arguments and enqueueing a kernel on a stream.
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "runtime/error.h"
+#include "runtime/stream.h"
+
+namespace tocl {
+
+// A global memory argument: the buffer plus an element offset passed as the
+// next argument (kernels declare `__global T* x, ulong x_offset`).
+struct BufferArg {
+  cl_mem buffer;
+  uint64_t offset;  // in elements of the kernel's type
+};
+
+namespace detail {
+inline void set_arg(cl_kernel k, cl_uint& i, const BufferArg& b) {
+  TOCL_CHECK(clSetKernelArg(k, i++, sizeof(cl_mem), &b.buffer));
+  const cl_ulong offset = b.offset;
+  TOCL_CHECK(clSetKernelArg(k, i++, sizeof(cl_ulong), &offset));
+}
+template <typename T>
+void set_arg(cl_kernel k, cl_uint& i, const T& value) {
+  static_assert(std::is_trivially_copyable<T>::value, "kernel arguments are copied by value");
+  TOCL_CHECK(clSetKernelArg(k, i++, sizeof(T), &value));
+}
+}  // namespace detail
+
+template <typename... Args>
+void set_args(cl_kernel kernel, const Args&... args) {
+  cl_uint index = 0;
+  (detail::set_arg(kernel, index, args), ...);
+}
+
+// Enqueues a 1-D launch of `global` work items (rounded up to the work-group
+// size; kernels bound-check against their own count argument).
+void enqueue_1d(int device, int stream, cl_kernel kernel, size_t global, size_t local = 0);
+
+}  // namespace tocl

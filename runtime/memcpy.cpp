@@ -1,0 +1,45 @@
+#include "runtime/memcpy.h"
+
+#include "runtime/allocator.h"
+#include "runtime/error.h"
+#include "runtime/stream.h"
+
+namespace tocl {
+namespace {
+
+Resolved resolve_range(int device, const void* address, size_t bytes) {
+  const Resolved r = allocator(device).resolve(address);
+  if (r.offset + bytes > r.buffer_size)
+    throw Error("A copy of " + std::to_string(bytes) + " bytes runs past the end of its OpenCL buffer.");
+  return r;
+}
+
+}  // namespace
+
+void copy_host_to_device(int device, int stream, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  const Resolved d = resolve_range(device, dst, bytes);
+  // Blocking: pageable host memory may be freed as soon as we return.
+  TOCL_CHECK(clEnqueueWriteBuffer(queue(device, stream), d.buffer, CL_TRUE, d.offset, bytes, src, 0, nullptr, nullptr));
+}
+
+void copy_device_to_host(int device, int stream, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  const Resolved s = resolve_range(device, src, bytes);
+  TOCL_CHECK(clEnqueueReadBuffer(queue(device, stream), s.buffer, CL_TRUE, s.offset, bytes, dst, 0, nullptr, nullptr));
+}
+
+void copy_device_to_device(int device, int stream, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  const Resolved s = resolve_range(device, src, bytes);
+  const Resolved d = resolve_range(device, dst, bytes);
+  TOCL_CHECK(clEnqueueCopyBuffer(queue(device, stream), s.buffer, d.buffer, s.offset, d.offset, bytes, 0, nullptr, nullptr));
+}
+
+void fill_device(int device, int stream, void* dst, const void* pattern, size_t pattern_size, size_t bytes) {
+  if (bytes == 0) return;
+  const Resolved d = resolve_range(device, dst, bytes);
+  TOCL_CHECK(clEnqueueFillBuffer(queue(device, stream), d.buffer, pattern, pattern_size, d.offset, bytes, 0, nullptr, nullptr));
+}
+
+}  // namespace tocl

@@ -1,0 +1,42 @@
+#pragma once
+// Programs are built once per (device, source, options) and kept in memory;
+// their binaries are kept on disk, keyed by a hash of source, options, device
+// name and driver version, so a second process skips the compiler.
+#include <cstdint>
+#include <string>
+
+#include "runtime/opencl.h"
+
+namespace tocl {
+
+struct ProgramCacheStats {
+  int64_t memory_hits = 0;     // served from this process's cache
+  int64_t disk_loads = 0;      // loaded from a binary on disk
+  int64_t source_builds = 0;   // compiled from source
+  int64_t corrupt_files = 0;   // disk entries found broken, removed and rebuilt
+  double build_seconds = 0;    // time spent in clBuildProgram, both kinds
+};
+
+// The program for `source` (OpenCL C text) built with `options` on `device`.
+// Throws BuildError carrying the build log when the source does not compile.
+cl_program get_program(int device, const std::string& source, const std::string& options = "");
+
+// A program from kernels_cl/ by file name, e.g. "copy.cl".
+cl_program get_embedded_program(int device, const std::string& file_name, const std::string& options = "");
+
+// A kernel of a built program. Kernels are per thread, since clSetKernelArg
+// on a shared cl_kernel would race.
+cl_kernel get_kernel(cl_program program, const char* name);
+
+ProgramCacheStats program_cache_stats();
+
+// The on-disk cache directory, or "" when TORCH_OPENCL_CACHE=0 disables it.
+std::string cache_dir();
+
+// Drops the in-memory programs (the disk cache stays), for tests of cold/warm behaviour.
+void clear_memory_cache();
+
+// 128-bit hash of `text` as 32 hex digits (the disk cache key).
+std::string hash_hex(const std::string& text);
+
+}  // namespace tocl
