@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Everything a fresh Debian machine needs, and safe to run again:
+# system packages (when missing), .venv with torch==2.13.0, and the build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+PACKAGES=(pocl-opencl-icd ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers clinfo libclblast-dev cmake ninja-build)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "==> Installing Debian packages: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  echo "==> Creating .venv"
+  python3 -m venv .venv
+fi
+PY=$ROOT/.venv/bin/python
+PIP="$PY -m pip --disable-pip-version-check -q"
+
+# torch is pinned exactly: any other spelling would pull a newer CUDA build.
+if ! $PY -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '2.13.0')" 2>/dev/null; then
+  echo "==> Installing torch==2.13.0 (CPU build)"
+  $PIP install torch==2.13.0
+fi
+want=(scikit-build-core pytest hypothesis tqdm expecttest numpy scikit-learn)
+if ! $PY -c "import scikit_build_core, pytest, hypothesis, tqdm, expecttest, numpy, sklearn" 2>/dev/null; then
+  echo "==> Installing build and test dependencies"
+  $PIP install "${want[@]}"
+fi
+
+# Rebuild (incrementally, in build/) when the sources are newer than the install.
+stamp=.venv/.torch_opencl_installed
+if [ ! -f "$stamp" ] || [ -n "$(find CMakeLists.txt pyproject.toml runtime aten fallback kernels_cl python cmake -newer "$stamp" -type f 2>/dev/null | head -1)" ] \
+   || ! $PY -c "import torch_opencl" 2>/dev/null; then
+  echo "==> Building torch_opencl (first build takes a few minutes)"
+  $PIP install --no-build-isolation --no-deps . 2>&1 | grep -v "is ignored" || true
+  $PY -c "import torch_opencl" || { echo "torch_opencl failed to build or import"; exit 1; }
+  touch "$stamp"
+fi
+echo "==> Ready: $($PY -c 'import torch, torch_opencl; print("torch", torch.__version__, "| opencl devices:", torch.opencl.device_count() if torch.opencl.is_available() else 0)')"
