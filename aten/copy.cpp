@@ -1,8 +1,10 @@
 // Tensor copies in every direction: host <-> device, device <-> device (same
 // or another device), any dtype pair and any strides.
 #include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/resize_native.h>
 #include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
 
 #include "aten/cl_types.h"
 #include "aten/copy_kernels.h"
@@ -15,9 +17,15 @@ namespace {
 
 bool is_opencl(const at::Tensor& t) { return t.device().is_privateuseone(); }
 
+// Same math bits on both sides: then the stored bytes carry over unchanged (negation and
+// conjugation are their own inverses), whatever the bits are.
+bool same_math_bits(const at::Tensor& dst, const at::Tensor& src) {
+  return dst.is_neg() == src.is_neg() && dst.is_conj() == src.is_conj();
+}
+
 bool plain_bytes(const at::Tensor& dst, const at::Tensor& src) {
   return dst.scalar_type() == src.scalar_type() && dst.sizes().equals(src.sizes()) && dst.is_contiguous() &&
-         src.is_contiguous() && !src.is_neg() && !src.is_conj();
+         src.is_contiguous() && same_math_bits(dst, src);
 }
 
 void host_to_device(const at::Tensor& dst, const at::Tensor& src) {
@@ -66,6 +74,16 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   // `self` is the source, as in ATen's schema _copy_from(Tensor self, Tensor dst).
   TORCH_CHECK(self.defined() && dst.defined(), "copy_: both tensors must be defined");
   if (dst.numel() == 0) return dst;
+  // As CPU's copy_ (through TensorIterator): no written element may alias another, and on one
+  // device source and destination either coincide exactly or not at all.
+  at::assert_no_internal_overlap(dst);
+  if (self.device() == dst.device()) {
+    at::assert_no_partial_overlap(dst, self);
+    if (self.scalar_type() == dst.scalar_type() && same_math_bits(dst, self) &&
+        at::get_overlap_status(dst, self) == at::MemOverlapStatus::Full && dst.strides().equals(self.strides()) &&
+        dst.sizes().equals(self.sizes()))
+      return dst;  // the same elements: nothing to do
+  }
   if (is_opencl(dst) && self.device().is_cpu()) {
     const c10::DeviceGuard guard(dst.device());
     host_to_device(dst, self);
@@ -104,6 +122,19 @@ c10::Scalar local_scalar_dense(const at::Tensor& self) {
   TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
   const c10::DeviceGuard guard(self.device());
   return host_mirror(self).item();
+}
+
+// Tensors with the conjugate or negative bit reach _copy_from with the bit still set: copy_from
+// honours both bits itself (see same_math_bits and host_mirror). Without these fallthroughs
+// the math-bit fallbacks would resolve the bit with clone(), which calls copy_, which
+// calls _copy_from again, without end. Only backends outside CPU/CUDA call _copy_from.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
 }
 
 }  // namespace torch_opencl

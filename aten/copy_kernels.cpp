@@ -61,6 +61,8 @@ std::pair<int64_t, int64_t> element_span(const at::Tensor& t) {
 bool device_copy(const at::Tensor& dst, const at::Tensor& src) {
   const int device = device_index(dst);
   if (!device_supports(src.scalar_type(), device) || !device_supports(dst.scalar_type(), device)) return false;
+  // A negative (or conjugate) bit on one side only needs the values negated: the host path does it.
+  if (dst.is_neg() != src.is_neg() || dst.is_conj() != src.is_conj()) return false;
   if (dst.numel() == 0) return true;
   const int stream = tocl::current_stream(device);
   const bool same_shape = dst.sizes().equals(src.sizes());
@@ -130,7 +132,11 @@ at::Tensor host_mirror(const at::Tensor& t) {
   const char* base = static_cast<const char*>(t.storage().data()) + begin * t.element_size();
   tocl::copy_device_to_host(device, tocl::current_stream(device), buffer.data_ptr(), base,
                             (end - begin) * t.element_size());
-  return buffer.as_strided(t.sizes(), t.strides(), 0);
+  auto mirror = buffer.as_strided(t.sizes(), t.strides(), 0);
+  // The mirror means what t means: CPU's copy_/fill_/item honour the bits.
+  mirror._set_neg(t.is_neg());
+  mirror._set_conj(t.is_conj());
+  return mirror;
 }
 
 void write_back_mirror(const at::Tensor& t, const at::Tensor& mirror) {

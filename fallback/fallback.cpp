@@ -1,15 +1,31 @@
 // The boxed global fallback for PrivateUse1: operators without an opencl
 // kernel run on the CPU. Counts what it served and honours TORCH_OPENCL_FALLBACK.
+//
+// Modelled on ATen's cpu_fallback (aten/src/ATen/native/CPUFallback.cpp), with what an
+// honest backend needs on top: tensors on two devices are an error (CPU 0-dim tensors
+// and CPU index tensors excepted, as on CUDA); Device arguments run on the CPU and the
+// results go to the asked device; an opencl (or absent) Generator becomes a CPU one
+// seeded from the opencl generator's seed and offset; mutated inputs (in-place, out=,
+// TensorList) are written back; views are real views (geometry from the Meta kernel,
+// then as_strided of the opencl input) or a clear error, never a silent copy.
 #include "fallback/fallback.h"
 
-#include <ATen/native/CPUFallback.h>
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "aten/generator.h"
 
 namespace torch_opencl {
 namespace {
@@ -50,25 +66,314 @@ std::string operator_name(const c10::OperatorHandle& op) {
   return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
 }
 
-void opencl_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  const std::string name = operator_name(op);
-  {
-    auto& s = state();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    const Mode mode = s.current_mode();
-    TORCH_CHECK(mode != Mode::kError, "The operator '", name,
-                "' has no opencl kernel, and TORCH_OPENCL_FALLBACK=error forbids running it on the CPU. "
-                "Unset TORCH_OPENCL_FALLBACK (or set it to 'warn' or 'silent') to allow the CPU fallback.");
-    s.counts[name]++;
-    if (mode == Mode::kWarn && s.warned.insert(name).second)
-      TORCH_WARN("The operator '", name,
-                 "' has no opencl kernel; it runs on the CPU with copies to and from the device. "
-                 "torch.opencl.fallback_stats() counts these; TORCH_OPENCL_FALLBACK=silent hides this warning.");
+bool is_opencl(const at::Tensor& t) { return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1; }
+
+bool is_write(const c10::Argument& a) { return a.alias_info() != nullptr && a.alias_info()->isWrite(); }
+
+bool is_generator_arg(const c10::Argument& a) {
+  c10::TypePtr type = a.type();
+  if (auto optional = type->cast<c10::OptionalType>()) type = optional->getElementType();
+  return type->kind() == c10::TypeKind::GeneratorType;
+}
+
+// A return that aliases an input without writing it: the operator is a view.
+bool is_view_return(const c10::Argument& r) { return r.alias_info() != nullptr && !r.alias_info()->isWrite(); }
+
+// Calls `f(tensor)` for every defined tensor in an argument: Tensor, Tensor?, Tensor[] and Tensor?[].
+template <typename F>
+void for_each_tensor(const c10::IValue& v, F&& f) {
+  if (v.isTensor()) {
+    if (v.toTensor().defined()) f(v.toTensor(), /*in_optional_list=*/false);
+  } else if (v.isTensorList()) {
+    for (const at::Tensor& t : v.toTensorVector())
+      if (t.defined()) f(t, false);
+  } else if (v.isOptionalTensorList()) {
+    for (const auto& t : v.toOptionalTensorVector())
+      if (t.has_value() && t->defined()) f(*t, true);
   }
-  at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
+}
+
+c10::DeviceIndex resolve_index(c10::Device device) {
+  if (device.has_index()) return device.index();
+  return c10::impl::VirtualGuardImpl(c10::DeviceType::PrivateUse1).getDevice().index();
+}
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// A CPU generator for one fallback call, seeded from the opencl generator's seed and
+// offset; the opencl generator's offset advances, so the next call draws other numbers
+// and the same seed replays the same sequence.
+at::Generator cpu_generator_from(at::Generator opencl_gen, uint64_t increment) {
+  auto* impl = at::check_generator<OpenCLGeneratorImpl>(opencl_gen);
+  uint64_t seed = 0, offset = 0;
+  {
+    std::lock_guard<std::mutex> lock(opencl_gen.mutex());
+    seed = impl->current_seed();
+    offset = impl->advance(increment);
+  }
+  return at::detail::createCPUGenerator(splitmix64(seed ^ splitmix64(offset)));
+}
+
+[[noreturn]] void two_devices(c10::Device a, c10::Device b) {
+  TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, ", a, " and ",
+              b, "!");
+}
+
+// What one call looks like: the opencl device its tensors are on, the device its
+// results go to, and whether any tensor needs copying.
+struct CallDevices {
+  std::optional<c10::Device> tensor_device;  // the opencl device of the tensor arguments
+  std::optional<c10::Device> device_arg;     // an explicit `Device? device` argument
+  std::optional<c10::Device> target() const { return device_arg ? device_arg : tensor_device; }
+};
+
+CallDevices check_devices(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> arguments) {
+  CallDevices d;
+  std::optional<c10::Device> stray;  // a CPU (or other) tensor that may not mix with opencl ones
+  for (const auto& v : arguments) {
+    if (v.isDevice()) {
+      d.device_arg = v.toDevice();
+      continue;
+    }
+    for_each_tensor(v, [&](const at::Tensor& t, bool in_optional_list) {
+      const c10::Device dev = t.device();
+      if (dev.type() == c10::DeviceType::PrivateUse1) {
+        if (!d.tensor_device) d.tensor_device = dev;
+        else if (*d.tensor_device != dev) two_devices(*d.tensor_device, dev);
+      } else if (dev.is_cpu()) {
+        // CPU 0-dim tensors mix with device tensors (as CUDA takes CPU scalars), and
+        // indexing takes CPU index tensors (Tensor?[] appears only in indexing ops).
+        if (t.dim() != 0 && !in_optional_list && !stray) stray = dev;
+      } else {
+        TORCH_CHECK(false, "The opencl CPU fallback for '", operator_name(op), "' got a tensor on ", dev,
+                    "; only opencl and CPU tensors can be used with opencl tensors.");
+      }
+    });
+  }
+  if (stray && d.tensor_device) two_devices(*d.tensor_device, *stray);
+  return d;
+}
+
+// Views: the operator's geometry comes from its Meta kernel run on meta tensors that
+// mirror the inputs (same sizes, strides, storage offset and storage size), and the
+// result is as_strided of the original opencl input: a real view, never a copy.
+void view_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, const std::string& name) {
+  const auto& schema = op.schema();
+  const auto num_arguments = schema.arguments().size();
+  const auto arguments_begin = stack->size() - num_arguments;
+
+  std::vector<at::Tensor> originals;  // index: position in `metas`
+  std::vector<at::Tensor> metas;
+  auto to_meta = [&](const at::Tensor& t) {
+    const int64_t itemsize = static_cast<int64_t>(t.element_size());
+    const int64_t storage_elements =
+        t.has_storage() ? static_cast<int64_t>((t.storage().nbytes() + itemsize - 1) / itemsize) : t.numel();
+    auto base = at::empty({storage_elements}, t.options().device(c10::kMeta));
+    auto meta = base.as_strided(t.sizes(), t.strides(), t.storage_offset());
+    originals.push_back(t);
+    metas.push_back(meta);
+    return meta;
+  };
+
+  torch::jit::Stack meta_stack(stack->begin() + arguments_begin, stack->end());
+  for (auto& v : meta_stack) {
+    if (v.isTensor()) {
+      if (v.toTensor().defined()) v = to_meta(v.toTensor());
+    } else if (v.isTensorList()) {
+      std::vector<at::Tensor> list;
+      for (const at::Tensor& t : v.toTensorVector()) list.push_back(t.defined() ? to_meta(t) : t);
+      v = c10::List<at::Tensor>(list);
+    } else if (v.isOptionalTensorList()) {
+      std::vector<std::optional<at::Tensor>> list;
+      for (const auto& t : v.toOptionalTensorVector())
+        list.emplace_back(t.has_value() && t->defined() ? std::optional<at::Tensor>(to_meta(*t)) : t);
+      v = c10::List<std::optional<at::Tensor>>(list);
+    }
+  }
+  try {
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta_stack);
+  } catch (const c10::Error& e) {
+    TORCH_CHECK(false, "The view operator '", name,
+                "' has no opencl kernel, and its Meta kernel, which the fallback uses to make a real view, "
+                "failed: ", e.what_without_backtrace(),
+                "\nA view cannot fall back to the CPU (the storage cannot be shared across devices); "
+                "the operator needs an opencl kernel.");
+  }
+
+  auto as_view = [&](const at::Tensor& meta_out) -> at::Tensor {
+    if (!meta_out.defined()) return meta_out;
+    for (size_t i = 0; i < metas.size(); ++i) {
+      if (meta_out.is_alias_of(metas[i])) {
+        TORCH_CHECK(meta_out.dtype() == originals[i].dtype(), "The view operator '", name,
+                    "' has no opencl kernel, and its result changes the dtype (", originals[i].dtype(), " -> ",
+                    meta_out.dtype(), "), which as_strided cannot express; the operator needs an opencl kernel.");
+        return at::as_strided(originals[i], meta_out.sizes(), meta_out.strides(), meta_out.storage_offset());
+      }
+    }
+    TORCH_CHECK(false, "The view operator '", name,
+                "' has no opencl kernel, and its Meta kernel returned a tensor that is not a view of an input, "
+                "so the fallback cannot make a real view; the operator needs an opencl kernel.");
+  };
+  std::vector<c10::IValue> results;
+  for (auto& v : meta_stack) {
+    if (v.isTensor()) {
+      results.emplace_back(as_view(v.toTensor()));
+    } else if (v.isTensorList()) {
+      std::vector<at::Tensor> list;
+      for (const at::Tensor& t : v.toTensorVector()) list.push_back(as_view(t));
+      results.emplace_back(c10::List<at::Tensor>(list));
+    } else {
+      results.push_back(std::move(v));
+    }
+  }
+  torch::jit::drop(stack, num_arguments);
+  for (auto& r : results) stack->push_back(std::move(r));
+}
+
+void opencl_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  const auto& schema_args = schema.arguments();
+  const auto& schema_returns = schema.returns();
+  const auto num_arguments = schema_args.size();
+  const auto arguments_begin = stack->size() - num_arguments;
+  const std::string name = operator_name(op);
+
+  const CallDevices devices = check_devices(op, torch::jit::last(stack, num_arguments));
+  const bool on_opencl = devices.target() && devices.target()->type() == c10::DeviceType::PrivateUse1;
+
+  record_fallback_call(name);
+
+  if (std::any_of(schema_returns.begin(), schema_returns.end(), is_view_return)) {
+    view_fallback(op, stack, name);
+    return;
+  }
+
+  TORCH_CHECK(op.hasComputedKernelForDispatchKey(c10::DispatchKey::CPU), "The operator '", name,
+              "' has no opencl kernel, and no CPU kernel for the fallback to run either; "
+              "it is not available on opencl tensors.");
+
+  // Step 1: copy the opencl tensors to the CPU together, one copy per distinct tensor
+  // (an argument passed twice, as in `torch.add(a, b, out=a)`, stays one tensor there).
+  std::vector<at::Tensor> device_tensors;
+  std::unordered_map<c10::TensorImpl*, size_t> slot;
+  int64_t largest = 0;
+  for (size_t i = 0; i < num_arguments; ++i) {
+    for_each_tensor((*stack)[arguments_begin + i], [&](const at::Tensor& t, bool) {
+      largest = std::max<int64_t>(largest, t.numel());
+      if (is_opencl(t) && slot.emplace(t.unsafeGetTensorImpl(), device_tensors.size()).second)
+        device_tensors.push_back(t);
+    });
+  }
+  const std::vector<at::Tensor> cpu_tensors = at::_to_cpu(device_tensors);
+  auto cpu_of = [&](const at::Tensor& t) -> at::Tensor {
+    if (!is_opencl(t)) return t;
+    return cpu_tensors[slot.at(t.unsafeGetTensorImpl())];
+  };
+
+  // Step 2: put CPU tensors, CPU devices and CPU generators on the stack.
+  std::vector<c10::IValue> original_args(stack->begin() + arguments_begin, stack->end());
+  const uint64_t increment = static_cast<uint64_t>((std::max<int64_t>(largest, 1) + 3) / 4 * 4);
+  for (size_t i = 0; i < num_arguments; ++i) {
+    auto& v = (*stack)[arguments_begin + i];
+    if (v.isTensor()) {
+      if (v.toTensor().defined()) v = cpu_of(v.toTensor());
+    } else if (v.isTensorList()) {
+      std::vector<at::Tensor> list;
+      for (const at::Tensor& t : v.toTensorVector()) list.push_back(t.defined() ? cpu_of(t) : t);
+      v = c10::List<at::Tensor>(list);
+    } else if (v.isOptionalTensorList()) {
+      std::vector<std::optional<at::Tensor>> list;
+      for (const auto& t : v.toOptionalTensorVector())
+        list.emplace_back(t.has_value() && t->defined() ? std::optional<at::Tensor>(cpu_of(*t)) : t);
+      v = c10::List<std::optional<at::Tensor>>(list);
+    } else if (v.isDevice()) {
+      v = c10::Device(c10::kCPU);
+    } else if (is_generator_arg(schema_args[i])) {
+      if (v.isGenerator()) {
+        const at::Generator gen = v.toGenerator();
+        const auto gen_type = gen.device().type();
+        if (gen_type == c10::DeviceType::PrivateUse1) {
+          TORCH_CHECK(on_opencl, "Expected a 'cpu' device type for generator but found '", gen.device().type(),
+                      "' (operator '", name, "')");
+          v = cpu_generator_from(gen, increment);
+        } else {
+          TORCH_CHECK(!on_opencl, "Expected a '", devices.target()->type(), "' device type for generator but found '",
+                      gen_type, "' (operator '", name, "')");
+        }
+      } else if (v.isNone() && on_opencl) {
+        v = cpu_generator_from(default_generator(resolve_index(*devices.target())), increment);
+      }
+    }
+  }
+
+  // Step 3: the CPU kernel.
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+
+  // Step 4: write mutated opencl inputs back (in-place and out= arguments), resizing
+  // out= tensors the CPU kernel resized.
+  std::unordered_set<c10::TensorImpl*> written;
+  for (size_t i = 0; i < num_arguments; ++i) {
+    if (!is_write(schema_args[i])) continue;
+    for_each_tensor(original_args[i], [&](const at::Tensor& t, bool) {
+      if (!is_opencl(t) || !written.insert(t.unsafeGetTensorImpl()).second) return;
+      const at::Tensor& cpu = cpu_of(t);
+      if (cpu.sizes() != t.sizes()) t.resize_(cpu.sizes());
+      t.copy_(cpu);
+    });
+  }
+
+  // Step 5: results. A mutable alias returns the original input; anything else is
+  // copied to the target device (the opencl device, or an explicit device argument).
+  const auto num_returns = schema_returns.size();
+  const auto returns_begin = stack->size() - num_returns;
+  const auto target = devices.target();
+  for (size_t r = 0; r < num_returns; ++r) {
+    auto& v = (*stack)[returns_begin + r];
+    const c10::AliasInfo* alias = schema_returns[r].alias_info();
+    if (alias != nullptr && alias->isWrite()) {
+      bool found = false;
+      for (size_t i = 0; i < num_arguments && !found; ++i) {
+        const c10::AliasInfo* in = schema_args[i].alias_info();
+        if (in != nullptr && *in == *alias) {
+          v = original_args[i];
+          found = true;
+        }
+      }
+      TORCH_CHECK(found, "The operator '", name, "' returns a mutable alias (", schema_returns[r],
+                  ") that matches none of its arguments; the opencl CPU fallback cannot return it.");
+      continue;
+    }
+    if (!target || target->is_cpu()) continue;
+    if (v.isTensor()) {
+      if (v.toTensor().defined()) v = v.toTensor().to(*target);
+    } else if (v.isTensorList()) {
+      std::vector<at::Tensor> list;
+      for (const at::Tensor& t : v.toTensorVector()) list.push_back(t.defined() ? t.to(*target) : t);
+      v = c10::List<at::Tensor>(list);
+    }
+  }
 }
 
 }  // namespace
+
+void record_fallback_call(const std::string& name) {
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const Mode mode = s.current_mode();
+  TORCH_CHECK(mode != Mode::kError, "The operator '", name,
+              "' has no opencl kernel, and TORCH_OPENCL_FALLBACK=error forbids running it on the CPU. "
+              "Unset TORCH_OPENCL_FALLBACK (or set it to 'warn' or 'silent') to allow the CPU fallback.");
+  s.counts[name]++;
+  if (mode == Mode::kWarn && s.warned.insert(name).second)
+    TORCH_WARN("The operator '", name,
+               "' has no opencl kernel; it runs on the CPU with copies to and from the device. "
+               "torch.opencl.fallback_stats() counts these; TORCH_OPENCL_FALLBACK=silent hides this warning.");
+}
 
 std::map<std::string, int64_t> fallback_stats() {
   auto& s = state();

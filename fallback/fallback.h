@@ -11,6 +11,10 @@ namespace torch_opencl {
 std::map<std::string, int64_t> fallback_stats();
 void reset_fallback_stats();
 
+// Counts one call of `name` served on the CPU, warns once per operator or
+// raises, as the fallback mode says. Every CPU path calls it first.
+void record_fallback_call(const std::string& name);
+
 // "warn" (once per operator, the default), "silent" or "error", from
 // TORCH_OPENCL_FALLBACK at first use, or as last set.
 std::string fallback_mode_name();

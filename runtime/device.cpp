@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <sstream>
@@ -109,6 +110,18 @@ bool is_integer(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
+// The value of a string of digits; SIZE_MAX when it does not fit (std::stoul would throw
+// std::out_of_range, which would escape as an unhelpful "stoul" instead of the selection error).
+size_t to_index(const std::string& digits) {
+  size_t value = 0;
+  for (unsigned char c : digits) {
+    const size_t d = c - '0';
+    if (value > (SIZE_MAX - d) / 10) return SIZE_MAX;
+    value = value * 10 + d;
+  }
+  return value;
+}
+
 [[noreturn]] void selection_error(const std::string& what) {
   throw Error(what + "\nOpenCL platforms and devices on this machine:\n" + describe_platforms());
 }
@@ -116,7 +129,7 @@ bool is_integer(const std::string& s) {
 const PlatformInfo* platform_from_env(const std::vector<PlatformInfo>& all, const char* value) {
   const std::string v = trim(value);
   if (is_integer(v)) {
-    const auto index = std::stoul(v);
+    const auto index = to_index(v);
     if (index >= all.size())
       selection_error("TORCH_OPENCL_PLATFORM='" + v + "' is not a platform index: there are " +
                       std::to_string(all.size()) + " platform(s), numbered from 0.");
@@ -197,7 +210,7 @@ Selection select(const std::vector<PlatformInfo>& all) {
       if (!is_integer(item))
         selection_error(std::string("TORCH_OPENCL_VISIBLE_DEVICES='") + visible_env + "': '" + item +
                         "' is not a device index; give comma-separated indices within the platform, e.g. 0,1.");
-      const auto index = std::stoul(item);
+      const auto index = to_index(item);
       if (index >= platform->devices.size())
         selection_error(std::string("TORCH_OPENCL_VISIBLE_DEVICES='") + visible_env + "': device " + item +
                         " does not exist on platform " + std::to_string(platform->index) + " (" + platform->name +

@@ -23,6 +23,8 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 PY=$ROOT/.venv/bin/python
+# A stale or broken install must not stop `import torch` during set-up.
+export TORCH_DEVICE_BACKEND_AUTOLOAD=0
 PIP="$PY -m pip --disable-pip-version-check -q"
 
 # torch is pinned exactly: any other spelling would pull a newer CUDA build.
@@ -41,8 +43,17 @@ stamp=.venv/.torch_opencl_installed
 if [ ! -f "$stamp" ] || [ -n "$(find CMakeLists.txt pyproject.toml runtime aten fallback kernels_cl python cmake -newer "$stamp" -type f 2>/dev/null | head -1)" ] \
    || ! $PY -c "import torch_opencl" 2>/dev/null; then
   echo "==> Building torch_opencl (first build takes a few minutes)"
-  $PIP install --no-build-isolation --no-deps . 2>&1 | grep -v "is ignored" || true
+  # Build from a copy of the tracked and new files only, so binaries of a developer's
+  # in-place build (python/torch_opencl/*.so) never reach the wheel.
+  src=build/src
+  rm -rf "$src" && mkdir -p "$src"
+  if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git ls-files -z --cached --others --exclude-standard | xargs -0 cp -p --parents -t "$src" 2>/dev/null || true
+  else
+    tar --exclude=./build --exclude=./.venv -cf - . | tar -xf - -C "$src"
+  fi
+  $PIP install --no-build-isolation --no-deps -C build-dir="$ROOT/build/wheel" "$src" 2>&1 | grep -v "is ignored" || true
   $PY -c "import torch_opencl" || { echo "torch_opencl failed to build or import"; exit 1; }
   touch "$stamp"
 fi
-echo "==> Ready: $($PY -c 'import torch, torch_opencl; print("torch", torch.__version__, "| opencl devices:", torch.opencl.device_count() if torch.opencl.is_available() else 0)')"
+echo "==> Ready: $(TORCH_DEVICE_BACKEND_AUTOLOAD=1 $PY -c 'import torch, torch_opencl; print("torch", torch.__version__, "| opencl devices:", torch.opencl.device_count() if torch.opencl.is_available() else 0)')"

@@ -31,6 +31,3 @@ from .device_module import *  # noqa: E402,F401,F403
 
 __version__ = "0.1.0"
 
-
-def _autoload():
-    """Entry point of the ``torch.backends`` group: importing the package is all it takes."""

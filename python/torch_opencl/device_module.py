@@ -243,8 +243,17 @@ def set_fallback_mode(mode: str) -> None:
 # --- Random number generation: the device generators.
 
 
+def _is_in_bad_fork() -> bool:
+    """torch.manual_seed asks this before seeding; fork safety proper is tracked separately."""
+    return False
+
+
 def _default_generator(index: int) -> torch.Generator:
     return _C._default_generator(index)
+
+
+def _is_in_bad_fork() -> bool:  # torch.manual_seed seeds a custom device only when this exists
+    return False
 
 
 def manual_seed(seed: int) -> None:

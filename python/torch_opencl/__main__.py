@@ -1,0 +1,104 @@
+"""``python -m torch_opencl``: a report of the OpenCL set-up as torch-opencl sees it.
+
+Prints the versions, every platform and device, which devices are selected and
+why, the key properties of each selected device, the program cache, CLBlast,
+the fallback mode and whether autoload is on. A selection variable that names
+nothing prints the error (which lists what exists) and exits with status 1.
+"""
+import os
+import sys
+
+
+def _bytes(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.2f} {unit}"
+    return f"{n} bytes"
+
+
+def _yes_no(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def _selection_env() -> str:
+    names = ("TORCH_OPENCL_PLATFORM", "TORCH_OPENCL_DEVICE_TYPE", "TORCH_OPENCL_VISIBLE_DEVICES")
+    shown = [f"{name}={os.environ[name]!r}" for name in names if os.environ.get(name)]
+    return ", ".join(shown) if shown else "(none set)"
+
+
+def main() -> int:
+    import torch
+
+    import torch_opencl
+    from torch_opencl import _C
+
+    out = []
+    out.append(f"torch:          {torch.__version__}")
+    out.append(f"torch_opencl:   {torch_opencl.__version__}")
+    out.append(f"CLBlast:        {_C._clblast_version()}")
+    headers = _C._opencl_headers_version()
+    out.append(f"OpenCL headers: {headers // 100}.{headers % 100 // 10} (CL_TARGET_OPENCL_VERSION={headers})")
+
+    platforms = _C._platforms()
+    out.append("")
+    if not platforms:
+        out.append("Platforms:      none (no OpenCL ICD is installed or none loads)")
+    else:
+        out.append(f"Platforms ({len(platforms)}):")
+        for p in platforms:
+            out.append(f"  platform {p['index']}: {p['name']} (vendor: {p['vendor']})")
+            out.append(f"    version: {p['version']}")
+            if not p["devices"]:
+                out.append("    (no devices)")
+            for d in p["devices"]:
+                out.append(f"    device {d['index']}: {d['name']} [{d['type']}], driver {d['driver_version']}")
+
+    out.append("")
+    out.append(f"Selection variables: {_selection_env()}")
+    try:
+        count = _C._device_count()
+        reason = _C._selection_reason()
+    except RuntimeError as exc:
+        print("\n".join(out))
+        print(f"\nError: the OpenCL device selection failed:\n{exc}", file=sys.stderr)
+        return 1
+
+    if count == 0:
+        out.append(f"OpenCL is not available: {reason}.")
+    else:
+        out.append(f"Selected {count} device(s): {reason}")
+        for index in range(count):
+            p = _C._device_properties(index)
+            out.append(f"  opencl:{index}: {p['name']}")
+            out.append(f"    vendor:            {p['vendor']}")
+            out.append(f"    type:              {p['type']}")
+            out.append(f"    platform:          {p['platform']} (platform {p['platform_index']}, "
+                       f"device {p['index_in_platform']})")
+            out.append(f"    OpenCL version:    {p['device_version']}")
+            out.append(f"    OpenCL C version:  {p['opencl_c_version']}")
+            out.append(f"    driver:            {p['driver_version']}")
+            out.append(f"    global memory:     {_bytes(p['total_memory'])}")
+            out.append(f"    max allocation:    {_bytes(p['max_alloc_size'])}")
+            out.append(f"    local memory:      {_bytes(p['local_memory'])}")
+            out.append(f"    compute units:     {p['compute_units']}")
+            out.append(f"    max clock:         {p['max_clock_mhz']} MHz")
+            out.append(f"    max work group:    {p['max_work_group_size']}")
+            out.append(f"    fp64:              {_yes_no(p['fp64'])}")
+            out.append(f"    fp16:              {_yes_no(p['fp16'])}")
+
+    out.append("")
+    cache_dir = _C._cache_dir()
+    if cache_dir:
+        out.append(f"Program cache:  {cache_dir}")
+    else:
+        out.append("Program cache:  disk cache disabled (TORCH_OPENCL_CACHE=0); programs are kept in memory only")
+    out.append(f"Fallback mode:  {torch.opencl.fallback_mode()} (TORCH_OPENCL_FALLBACK=warn|silent|error)")
+    autoload = os.environ.get("TORCH_DEVICE_BACKEND_AUTOLOAD", "1") != "0"
+    out.append(f"Autoload:       {'on' if autoload else 'off'} "
+               f"(import torch loads torch_opencl unless TORCH_DEVICE_BACKEND_AUTOLOAD=0)")
+    print("\n".join(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
