@@ -74,8 +74,9 @@ std::string operand_defines(const std::string& prefix, ScalarType type) {
       load = "(p)[i]";
       store = "((p)[i] = (" + t + ")(v))";
   }
-  return "#define " + prefix + "_T " + t + "\n#define LOAD_" + prefix + "(p, i) " + load + "\n#define STORE_" +
-         prefix + "(p, i, v) " + store + "\n";
+  // PREFIX_CT: the type LOAD_PREFIX yields, legal as a by-value kernel argument (half is not without cl_khr_fp16).
+  return "#define " + prefix + "_T " + t + "\n#define " + prefix + "_CT " + storage_type(compute_dtype(type)) +
+         "\n#define LOAD_" + prefix + "(p, i) " + load + "\n#define STORE_" + prefix + "(p, i, v) " + store + "\n";
 }
 
 std::string program_prelude(std::initializer_list<ScalarType> types) {

@@ -20,7 +20,7 @@ const char* storage_type(c10::ScalarType type);
 // The type math is done in: float for half and bfloat16, the storage type otherwise.
 c10::ScalarType compute_dtype(c10::ScalarType type);
 
-// Defines PREFIX_T (storage type), LOAD_PREFIX(p, i) (to the compute type) and
+// Defines PREFIX_T (storage type), PREFIX_CT (compute type), LOAD_PREFIX(p, i) (to the compute type) and
 // STORE_PREFIX(p, i, v) (converting v to the storage type) for one operand.
 std::string operand_defines(const std::string& prefix, c10::ScalarType type);
 

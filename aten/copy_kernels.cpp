@@ -108,7 +108,13 @@ bool device_fill(const at::Tensor& dst, const c10::Scalar& value) {
     tocl::fill_device(device, stream, dst.data_ptr(), bits.const_data_ptr(), dst.element_size(), dst.nbytes());
     return true;
   }
-  auto iter = at::TensorIteratorConfig().add_output(dst).resize_outputs(false).build();
+  // As CPU's fill_: no inputs (so no common dtype to check against), and an expanded dst is fine.
+  auto iter = at::TensorIteratorConfig()
+                  .set_check_mem_overlap(false)
+                  .check_all_same_dtype(false)
+                  .add_output(dst)
+                  .resize_outputs(false)
+                  .build();
   Geometry g{};
   int ndim = 0;
   if (!iterator_geometry(iter, g, &ndim)) return false;

@@ -33,8 +33,10 @@ __kernel void copy_contiguous(__global DST_T* dst, ulong dst_offset,
   STORE_DST(dst, dst_offset + i, LOAD_SRC(src, src_offset + i));
 }
 
+// `value` is of SRC's compute type: a by-value half argument would need cl_khr_fp16, and
+// then no program with a float16 source would build.
 __kernel void fill_strided(__global DST_T* dst, ulong dst_offset, ulong n, int ndim, Geometry g,
-                           SRC_T value) {
+                           SRC_CT value) {
   const ulong linear = get_global_id(0);
   if (linear >= n) return;
   ulong rest = linear;

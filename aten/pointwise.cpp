@@ -1,0 +1,204 @@
+#include "aten/pointwise.h"
+
+#include <ATen/ATen.h>
+
+#include <mutex>
+#include <unordered_map>
+
+#include "aten/cl_types.h"
+#include "aten/opencl_tensor.h"
+#include "runtime/embedded_sources.h"
+#include "runtime/program_cache.h"
+
+namespace torch_opencl {
+namespace {
+
+constexpr int kMaxDims = 12;   // MAX_DIMS in kernels_cl/pointwise.cl
+constexpr int kMaxInputs = 3;
+
+struct PointwiseGeometry {
+  cl_long sizes[kMaxDims];
+  cl_long strides[4][kMaxDims];
+};
+
+bool is_floating(c10::ScalarType t) { return t == c10::kFloat || t == c10::kDouble; }
+
+std::string conversion_into(c10::ScalarType compute) {
+  if (compute == c10::kBool) return "#define CONV_C(x) ((uchar)((x) != 0))\n";
+  return std::string("#define CONV_C(x) ((") + storage_type(compute) + ")(x))\n";
+}
+
+// Everything a program depends on, as a short key for the per-process lookup.
+struct Signature {
+  std::string key;
+  std::string source;
+};
+
+Signature make_signature(const at::TensorIteratorBase& iter, const PointwiseExpr& expr, c10::ScalarType compute,
+                         const std::vector<bool>& scalar_inputs, int nscalars, bool index64) {
+  const int nin = iter.ninputs();
+  std::string key = std::string(expr.name) + "|" + c10::toString(compute) + "|" + c10::toString(iter.dtype(0));
+  for (int k = 0; k < nin; ++k)
+    key += std::string("|") + c10::toString(iter.dtype(k + 1)) + (scalar_inputs[k] ? "s" : "");
+  key += index64 ? "|64" : "|32";
+  key += "|" + std::to_string(nscalars);
+  return {key, ""};
+}
+
+std::string make_source(const at::TensorIteratorBase& iter, const PointwiseExpr& expr, c10::ScalarType compute,
+                        const std::vector<bool>& scalar_inputs, int nscalars, bool index64) {
+  const int nin = iter.ninputs();
+  const bool floating = is_floating(compute);
+  const char* body = floating ? expr.float_expr : expr.int_expr;
+  std::vector<c10::ScalarType> types{compute, iter.dtype(0)};
+  for (int k = 0; k < nin; ++k) types.push_back(iter.dtype(k + 1));
+  bool fp64 = false;
+  for (auto t : types) fp64 |= t == c10::kDouble;
+  std::string s = program_prelude({fp64 ? c10::kDouble : c10::kFloat});
+  s += std::string("#define C_T ") + storage_type(compute) + "\n";
+  s += std::string("#define C_IS_FLOAT ") + (floating ? "1" : "0") + "\n";
+  s += std::string("#define C_IS_BOOL ") + (compute == c10::kBool ? "1" : "0") + "\n";
+  s += conversion_into(compute);
+  s += operand_defines("OUT", iter.dtype(0));
+  for (int k = 0; k < nin; ++k) {
+    const std::string name = "IN" + std::to_string(k);
+    s += operand_defines(name, iter.dtype(k + 1));
+    s += "#define " + name + "_SCALAR " + (scalar_inputs[k] ? "1" : "0") + "\n";
+  }
+  s += "#define NIN " + std::to_string(nin) + "\n";
+  s += "#define NSCALAR " + std::to_string(nscalars) + "\n";
+  s += std::string("#define IDX_T ") + (index64 ? "ulong" : "uint") + "\n";
+  s += std::string("#define EXPR (") + body + ")\n";
+  const auto& sources = tocl::embedded_sources();
+  s += sources.at("pointwise_functions.cl");
+  s += sources.at("pointwise.cl");
+  return s;
+}
+
+cl_program program_for(int device, const at::TensorIteratorBase& iter, const PointwiseExpr& expr,
+                       c10::ScalarType compute, const std::vector<bool>& scalar_inputs, int nscalars, bool index64) {
+  static std::mutex mutex;
+  static std::unordered_map<std::string, cl_program> programs;
+  const auto sig = make_signature(iter, expr, compute, scalar_inputs, nscalars, index64);
+  const std::string key = std::to_string(device) + "|" + sig.key;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = programs.find(key);
+    if (it != programs.end()) return it->second;
+  }
+  cl_program program =
+      tocl::get_program(device, make_source(iter, expr, compute, scalar_inputs, nscalars, index64));
+  std::lock_guard<std::mutex> lock(mutex);
+  programs.emplace(key, program);
+  return program;
+}
+
+// A scalar argument in the compute type's bytes.
+struct ScalarArg {
+  union {
+    cl_float f;
+    cl_double d;
+    cl_char i8;
+    cl_uchar u8;
+    cl_short i16;
+    cl_int i32;
+    cl_long i64;
+  } value;
+  size_t size;
+};
+
+ScalarArg scalar_arg(const c10::Scalar& s, c10::ScalarType compute) {
+  ScalarArg a{};
+  switch (compute) {
+    case c10::kFloat: a.value.f = s.to<float>(); a.size = 4; break;
+    case c10::kDouble: a.value.d = s.to<double>(); a.size = 8; break;
+    case c10::kBool: a.value.u8 = s.to<bool>() ? 1 : 0; a.size = 1; break;
+    case c10::kByte: a.value.u8 = s.to<uint8_t>(); a.size = 1; break;
+    case c10::kChar: a.value.i8 = s.to<int8_t>(); a.size = 1; break;
+    case c10::kShort: a.value.i16 = s.to<int16_t>(); a.size = 2; break;
+    case c10::kInt: a.value.i32 = s.to<int32_t>(); a.size = 4; break;
+    case c10::kLong: a.value.i64 = s.to<int64_t>(); a.size = 8; break;
+    default: TORCH_CHECK(false, "unsupported compute dtype ", compute);
+  }
+  return a;
+}
+
+void set_scalar(cl_kernel k, cl_uint& index, const ScalarArg& a) {
+  TOCL_CHECK(clSetKernelArg(k, index++, a.size, &a.value));
+}
+
+void set_buffer(cl_kernel k, cl_uint& index, void* data, size_t element_size) {
+  const tocl::Resolved r = tocl::resolve(data);
+  const cl_ulong offset = r.offset / element_size;
+  TOCL_CHECK(clSetKernelArg(k, index++, sizeof(cl_mem), &r.buffer));
+  TOCL_CHECK(clSetKernelArg(k, index++, sizeof(cl_ulong), &offset));
+}
+
+void set_index(cl_kernel k, cl_uint& index, int64_t value, bool index64) {
+  if (index64) {
+    const cl_ulong v = value;
+    TOCL_CHECK(clSetKernelArg(k, index++, sizeof(v), &v));
+  } else {
+    const cl_uint v = static_cast<cl_uint>(value);
+    TOCL_CHECK(clSetKernelArg(k, index++, sizeof(v), &v));
+  }
+}
+
+}  // namespace
+
+void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std::initializer_list<c10::Scalar> scalars,
+                   std::optional<c10::ScalarType> compute_opt) {
+  TORCH_INTERNAL_ASSERT(iter.noutputs() == 1 && iter.ninputs() <= kMaxInputs && scalars.size() <= 3);
+  const int64_t numel = iter.numel();
+  if (numel == 0) return;
+  const int device = iter.device(0).index();
+  const auto compute = compute_dtype(compute_opt.value_or(iter.common_dtype()));
+  const bool floating = is_floating(compute);
+  TORCH_CHECK(floating || expr.int_expr, "\"", expr.name, "\" is not implemented for '", iter.common_dtype(),
+              "' on opencl");
+  for (int k = 0; k < iter.ntensors(); ++k)
+    if (!iter.is_cpu_scalar(k)) check_device_supports(iter.dtype(k), device, expr.name);
+  check_device_supports(compute, device, expr.name);
+
+  const int nin = iter.ninputs();
+  std::vector<bool> scalar_inputs(nin);
+  for (int k = 0; k < nin; ++k) scalar_inputs[k] = iter.is_cpu_scalar(k + 1);
+  const bool index64 = !iter.can_use_32bit_indexing();
+  bool contiguous = iter.is_contiguous();
+  contiguous = contiguous && iter.ndim() <= 1;
+  TORCH_CHECK(contiguous || iter.ndim() <= kMaxDims, expr.name, ": tensors with ", iter.ndim(),
+              " non-mergeable dimensions exceed the opencl limit of ", kMaxDims);
+
+  cl_program program = program_for(device, iter, expr, compute, scalar_inputs, static_cast<int>(scalars.size()),
+                                   index64);
+  cl_kernel k = tocl::get_kernel(program, contiguous ? "pointwise_contiguous" : "pointwise_strided");
+  cl_uint index = 0;
+  set_buffer(k, index, iter.data_ptr(0), iter.element_size(0));
+  for (int i = 0; i < nin; ++i) {
+    if (scalar_inputs[i]) {
+      const c10::Scalar value = floating ? c10::Scalar(iter.original_scalar_value<double>(i + 1))
+                                         : c10::Scalar(iter.original_scalar_value<int64_t>(i + 1));
+      set_scalar(k, index, scalar_arg(value, compute));
+    } else {
+      set_buffer(k, index, iter.data_ptr(i + 1), iter.element_size(i + 1));
+    }
+  }
+  set_index(k, index, numel, index64);
+  if (!contiguous) {
+    PointwiseGeometry g{};
+    const auto shape = iter.shape();
+    const int ndim = iter.ndim();
+    for (int d = 0; d < ndim; ++d) {
+      g.sizes[d] = shape[d];
+      for (int t = 0; t < iter.ntensors(); ++t)
+        g.strides[t][d] = iter.is_cpu_scalar(t) ? 0 : iter.strides(t)[d] / iter.element_size(t);
+    }
+    const cl_int nd = ndim;
+    TOCL_CHECK(clSetKernelArg(k, index++, sizeof(nd), &nd));
+    TOCL_CHECK(clSetKernelArg(k, index++, sizeof(g), &g));
+  }
+  for (const auto& s : scalars) set_scalar(k, index, scalar_arg(s, compute));
+  tocl::enqueue_1d(device, tocl::current_stream(device), k, numel);
+}
+
+}  // namespace torch_opencl

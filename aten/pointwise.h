@@ -1,0 +1,26 @@
+#pragma once
+// The pointwise engine: ATen's TensorIterator decides shapes, broadcasting,
+// type promotion and strides; this turns an OpenCL C expression and the
+// operands' dtypes into a kernel, compiled on first use and cached.
+#include <ATen/TensorIterator.h>
+#include <c10/core/Scalar.h>
+
+#include <initializer_list>
+#include <string>
+
+namespace torch_opencl {
+
+struct PointwiseExpr {
+  const char* name;           // names the program family, e.g. "add"
+  const char* float_expr;     // over a, b, c (inputs) and s0, s1, s2 (scalars), for float and double
+  const char* int_expr;       // the same for integer and bool compute types; nullptr: floating types only
+};
+
+// Runs out = EXPR(inputs...) over a built iterator (one output, up to three inputs).
+// The compute type is the iterator's common dtype (float for half/bfloat16)
+// unless `compute` is given; scalars are passed in the compute type.
+void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr,
+                   std::initializer_list<c10::Scalar> scalars = {},
+                   std::optional<c10::ScalarType> compute = std::nullopt);
+
+}  // namespace torch_opencl

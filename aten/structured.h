@@ -1,0 +1,110 @@
+#pragma once
+// Runs ATen's own structured meta functions (shape, dtype and argument checks
+// exactly as on CPU) for opencl outputs, in the three forms the dispatcher
+// asks for: functional (allocates), in-place and out= (resizes, or computes
+// into a proxy when the given strides cannot be used).
+#include <ATen/ATen.h>
+#include <ATen/native/Resize.h>
+#include <ATen/TensorIterator.h>
+#include <c10/util/ExclusivelyOwned.h>
+
+#include <array>
+#include <optional>
+
+namespace torch_opencl {
+
+namespace structured_detail {
+
+inline void check_out(const at::Tensor& out, at::TensorOptions options) {
+  TORCH_CHECK(options.dtype() == out.dtype(), "Expected out tensor to have dtype ", options.dtype(), ", but got ",
+              out.dtype(), " instead");
+  TORCH_CHECK(options.device() == out.device(), "Expected out tensor to have device ", options.device(),
+              ", but got ", out.device(), " instead");
+}
+
+inline void resize_out(const at::Tensor& out, at::IntArrayRef sizes, at::IntArrayRef strides,
+                       const at::TensorOptions& options) {
+  check_out(out, options);
+  const bool resized = at::native::resize_output(out, sizes);
+  if (resized && !strides.empty()) {
+    TORCH_INTERNAL_ASSERT(!options.memory_format_opt().has_value());
+    out.as_strided_(sizes, strides);
+  } else if (options.memory_format_opt().has_value()) {
+    out.unsafeGetTensorImpl()->empty_tensor_restride(*options.memory_format_opt());
+  }
+}
+
+inline std::optional<at::Tensor> maybe_proxy(const at::Tensor& out, at::IntArrayRef sizes, at::IntArrayRef strides,
+                                             const at::TensorOptions& options) {
+  if (!strides.empty() && out.strides() != strides)
+    return at::empty_strided(sizes, strides, options);
+  return std::nullopt;
+}
+
+inline at::Tensor create_out(at::IntArrayRef sizes, at::IntArrayRef strides, const at::TensorOptions& options) {
+  return strides.empty() ? at::empty(sizes, options) : at::empty_strided(sizes, strides, options);
+}
+
+}  // namespace structured_detail
+
+// Meta is an at::meta::structured_* class (a TensorIteratorBase or a MetaBase).
+template <class Meta, int N = 1>
+struct StructuredFunctional final : public Meta {
+  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) override {
+    outputs_[i] = structured_detail::create_out(sizes, strides, options);
+    Meta::set_output_raw_strided(i, sizes, strides, options);
+  }
+  void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) override {
+    outputs_[i] = structured_detail::create_out(sizes, strides, options);
+    Meta::set_output_raw_strided(i, sizes, strides, options);
+  }
+  const at::Tensor& maybe_get_output(int64_t i) override { return *outputs_[i]; }
+  at::Tensor take(int i = 0) { return std::move(outputs_[i]).take(); }
+  std::array<c10::ExclusivelyOwned<at::Tensor>, N> outputs_;
+};
+
+// For out= and in-place forms: outputs are given.
+template <class Meta, int N = 1>
+struct StructuredOut final : public Meta {
+  // in_place: the output is also an input, so it may not change shape or dtype.
+  explicit StructuredOut(const at::Tensor& out0, bool in_place = false)
+      : outputs_{std::ref(out0)}, in_place_(in_place) {}
+  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) override {
+    set(i, sizes, strides, options);
+  }
+  void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) override {
+    set(i, sizes, strides, options);
+  }
+  const at::Tensor& maybe_get_output(int64_t i) override {
+    return proxies_[i].has_value() ? **proxies_[i] : outputs_[i].get();
+  }
+  // Copies proxy results into the real outputs; call after the kernel ran.
+  void finish() {
+    for (int i = 0; i < N; ++i)
+      if (proxies_[i].has_value()) outputs_[i].get().copy_(**proxies_[i]);
+  }
+  std::array<std::reference_wrapper<const at::Tensor>, N> outputs_;
+  std::array<std::optional<c10::ExclusivelyOwned<at::Tensor>>, N> proxies_;
+
+ private:
+  bool in_place_;
+
+  void set(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) {
+    const auto& out = outputs_[i].get();
+    if (in_place_) {
+      TORCH_CHECK(options.dtype() == out.dtype(), "Bad in-place call: input tensor dtype ", out.dtype(),
+                  " and output tensor dtype ", options.dtype(), " should match");
+      TORCH_CHECK(options.device() == out.device(), "Bad in-place call: input tensor device ", out.device(),
+                  " and output tensor device ", options.device(), " should match");
+      TORCH_CHECK(sizes == out.sizes(), "Bad in-place call: input tensor size ", out.sizes(),
+                  " and output tensor size ", sizes, " should match");
+    } else {
+      structured_detail::resize_out(out, sizes, strides, options);
+    }
+    auto proxy = structured_detail::maybe_proxy(out, sizes, strides, options);
+    if (proxy.has_value()) proxies_[i] = c10::ExclusivelyOwned<at::Tensor>(std::move(proxy).value());
+    Meta::set_output_raw_strided(i, sizes, strides, options);
+  }
+};
+
+}  // namespace torch_opencl

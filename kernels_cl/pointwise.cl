@@ -1,0 +1,105 @@
+// Pointwise kernels, generated per operator and dtype signature. The host
+// (aten/pointwise.cpp) prepends: the prelude and pointwise_functions.cl, and
+//   C_T, CONV_C(x)           the compute type and the conversion into it
+//   OUT_T, STORE_OUT         the output operand (operand_defines in cl_types.cpp)
+//   IN<k>_T, LOAD_IN<k>      inputs 0..NIN-1; IN<k>_SCALAR when input k is a host scalar
+//   IDX_T                    uint, or ulong where sizes need 64 bits
+//   NSCALAR                  scalar arguments s0.. (C_T)
+//   EXPR                     the expression over a, b, c and s0, s1, s2
+// Sizes and strides are arguments, so one program serves every shape.
+#define MAX_DIMS 12
+
+#if NIN >= 1
+#if IN0_SCALAR
+#define IN0_PARAM , C_T in0_value
+#define IN0_AT(i) in0_value
+#else
+#define IN0_PARAM , __global const IN0_T* in0, ulong in0_offset
+#define IN0_AT(i) CONV_C(LOAD_IN0(in0, in0_offset + (i)))
+#endif
+#else
+#define IN0_PARAM
+#endif
+
+#if NIN >= 2
+#if IN1_SCALAR
+#define IN1_PARAM , C_T in1_value
+#define IN1_AT(i) in1_value
+#else
+#define IN1_PARAM , __global const IN1_T* in1, ulong in1_offset
+#define IN1_AT(i) CONV_C(LOAD_IN1(in1, in1_offset + (i)))
+#endif
+#else
+#define IN1_PARAM
+#endif
+
+#if NIN >= 3
+#if IN2_SCALAR
+#define IN2_PARAM , C_T in2_value
+#define IN2_AT(i) in2_value
+#else
+#define IN2_PARAM , __global const IN2_T* in2, ulong in2_offset
+#define IN2_AT(i) CONV_C(LOAD_IN2(in2, in2_offset + (i)))
+#endif
+#else
+#define IN2_PARAM
+#endif
+
+#if NSCALAR == 0
+#define SCALAR_PARAMS
+#elif NSCALAR == 1
+#define SCALAR_PARAMS , C_T s0
+#elif NSCALAR == 2
+#define SCALAR_PARAMS , C_T s0, C_T s1
+#else
+#define SCALAR_PARAMS , C_T s0, C_T s1, C_T s2
+#endif
+
+typedef struct {
+  long sizes[MAX_DIMS];            // innermost first
+  long strides[4][MAX_DIMS];       // per operand (output first), in elements
+} PointwiseGeometry;
+
+#define LOAD_OPERANDS(i0, i1, i2)  \
+  LOAD_A(i0) LOAD_B(i1) LOAD_C(i2)
+#if NIN >= 1
+#define LOAD_A(i) const C_T a = IN0_AT(i);
+#else
+#define LOAD_A(i)
+#endif
+#if NIN >= 2
+#define LOAD_B(i) const C_T b = IN1_AT(i);
+#else
+#define LOAD_B(i)
+#endif
+#if NIN >= 3
+#define LOAD_C(i) const C_T c = IN2_AT(i);
+#else
+#define LOAD_C(i)
+#endif
+
+__kernel void pointwise_contiguous(__global OUT_T* out, ulong out_offset IN0_PARAM IN1_PARAM IN2_PARAM,
+                                   IDX_T n SCALAR_PARAMS) {
+  const IDX_T i = (IDX_T)get_global_id(0);
+  if (i >= n) return;
+  LOAD_OPERANDS(i, i, i)
+  STORE_OUT(out, out_offset + i, (EXPR));
+}
+
+__kernel void pointwise_strided(__global OUT_T* out, ulong out_offset IN0_PARAM IN1_PARAM IN2_PARAM,
+                                IDX_T n, int ndim, PointwiseGeometry g SCALAR_PARAMS) {
+  IDX_T rest = (IDX_T)get_global_id(0);
+  if (rest >= n) return;
+  IDX_T o0 = 0, o1 = 0, o2 = 0, o3 = 0;
+  for (int k = 0; k < ndim; ++k) {
+    const IDX_T size = (IDX_T)g.sizes[k];
+    const IDX_T index = rest % size;
+    rest /= size;
+    o0 += index * (IDX_T)g.strides[0][k];
+    o1 += index * (IDX_T)g.strides[1][k];
+    o2 += index * (IDX_T)g.strides[2][k];
+    o3 += index * (IDX_T)g.strides[3][k];
+  }
+  LOAD_OPERANDS(o1, o2, o3)
+  STORE_OUT(out, out_offset + o0, (EXPR));
+}

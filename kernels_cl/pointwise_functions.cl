@@ -1,0 +1,129 @@
+// Helpers for pointwise expressions, written once over the compute type C_T.
+// C_IS_FLOAT is 1 for float and double, 0 for integers and bool.
+
+#if C_IS_FLOAT
+// Python's modulo: the result takes the sign of the divisor.
+inline C_T py_remainder(C_T a, C_T b) {
+  C_T r = fmod(a, b);
+  if (r != (C_T)0 && ((r < (C_T)0) != (b < (C_T)0))) r += b;
+  return r;
+}
+inline C_T floor_divide(C_T a, C_T b) {
+  if (b == (C_T)0) return a / b;
+  C_T mod = fmod(a, b);
+  C_T div = (a - mod) / b;
+  if (mod != (C_T)0 && ((b < (C_T)0) != (mod < (C_T)0))) div -= (C_T)1;
+  if (div != (C_T)0) {
+    C_T fl = floor(div);
+    if (div - fl > (C_T)0.5) fl += (C_T)1;
+    return fl;
+  }
+  return copysign((C_T)0, a / b);
+}
+// Round half to even, as torch.round does.
+inline C_T round_even(C_T x) { return rint(x); }
+inline C_T sign_of(C_T x) { return isnan(x) ? x : (C_T)((x > (C_T)0) - (x < (C_T)0)); }
+inline C_T nan_propagating_max(C_T a, C_T b) { return (isnan(a) || isnan(b)) ? (a + b) : fmax(a, b); }
+inline C_T nan_propagating_min(C_T a, C_T b) { return (isnan(a) || isnan(b)) ? (a + b) : fmin(a, b); }
+inline C_T sigmoid_of(C_T x) { return (C_T)1 / ((C_T)1 + exp(-x)); }
+inline C_T gelu_erf(C_T x) { return x * (C_T)0.5 * ((C_T)1 + erf(x * (C_T)M_SQRT1_2)); }
+inline C_T gelu_tanh(C_T x) {
+  const C_T inner = (C_T)(M_2_SQRTPI * M_SQRT1_2) * (x + (C_T)0.044715 * x * x * x);
+  return (C_T)0.5 * x * ((C_T)1 + tanh(inner));
+}
+inline C_T gelu_erf_backward(C_T g, C_T x) {
+  const C_T cdf = (C_T)0.5 * ((C_T)1 + erf(x * (C_T)M_SQRT1_2));
+  const C_T pdf = exp((C_T)-0.5 * x * x) * (C_T)(M_2_SQRTPI * M_SQRT1_2 * 0.5);
+  return g * (cdf + x * pdf);
+}
+inline C_T gelu_tanh_backward(C_T g, C_T x) {
+  const C_T k_beta = (C_T)(M_2_SQRTPI * M_SQRT1_2);
+  const C_T k_kappa = (C_T)0.044715;
+  const C_T x_sq = x * x;
+  const C_T x_cube = x_sq * x;
+  const C_T inner = k_beta * (x + k_kappa * x_cube);
+  const C_T t = tanh(inner);
+  const C_T left = (C_T)0.5 * x;
+  const C_T right = (C_T)1 + t;
+  const C_T left_derivative = (C_T)0.5 * right;
+  const C_T right_derivative = left * ((C_T)1 - t * t) * k_beta * ((C_T)1 + (C_T)3 * k_kappa * x_sq);
+  return g * (left_derivative + right_derivative);
+}
+inline C_T softplus_of(C_T x, C_T beta, C_T threshold) {
+  return (x * beta) > threshold ? x : log1p(exp(x * beta)) / beta;
+}
+inline C_T mish_of(C_T x) { return x * tanh(log1p(exp(x))); }
+inline C_T mish_backward_of(C_T g, C_T x) {
+  const C_T s = sigmoid_of(x);
+  const C_T t = tanh(log1p(exp(x)));
+  return g * (t + x * s * ((C_T)1 - t * t));
+}
+// Giles' single-precision approximation refined by two Newton steps on erf.
+inline C_T erfinv_of(C_T y) {
+  if (y <= (C_T)-1) return y == (C_T)-1 ? -(C_T)INFINITY : (C_T)NAN;
+  if (y >= (C_T)1) return y == (C_T)1 ? (C_T)INFINITY : (C_T)NAN;
+  C_T w = -log(((C_T)1 - y) * ((C_T)1 + y));
+  C_T x;
+  if (w < (C_T)5) {
+    w = w - (C_T)2.5;
+    C_T p = (C_T)2.81022636e-08;
+    p = (C_T)3.43273939e-07 + p * w;
+    p = (C_T)-3.5233877e-06 + p * w;
+    p = (C_T)-4.39150654e-06 + p * w;
+    p = (C_T)0.00021858087 + p * w;
+    p = (C_T)-0.00125372503 + p * w;
+    p = (C_T)-0.00417768164 + p * w;
+    p = (C_T)0.246640727 + p * w;
+    p = (C_T)1.50140941 + p * w;
+    x = p * y;
+  } else {
+    w = sqrt(w) - (C_T)3;
+    C_T p = (C_T)-0.000200214257;
+    p = (C_T)0.000100950558 + p * w;
+    p = (C_T)0.00134934322 + p * w;
+    p = (C_T)-0.00367342844 + p * w;
+    p = (C_T)0.00573950773 + p * w;
+    p = (C_T)-0.0076224613 + p * w;
+    p = (C_T)0.00943887047 + p * w;
+    p = (C_T)1.00167406 + p * w;
+    p = (C_T)2.83297682 + p * w;
+    x = p * y;
+  }
+  for (int k = 0; k < 2; ++k) {
+    const C_T err = erf(x) - y;
+    x -= err / ((C_T)M_2_SQRTPI * exp(-x * x));
+  }
+  return x;
+}
+inline C_T nan_to_num_of(C_T x, C_T nan, C_T posinf, C_T neginf) {
+  return isnan(x) ? nan : (isinf(x) ? (x > (C_T)0 ? posinf : neginf) : x);
+}
+inline C_T pow_of(C_T a, C_T b) { return pow(a, b); }
+#else
+// Integers: no division by zero trap (x86 would raise SIGFPE); CUDA also returns garbage there.
+inline C_T py_remainder(C_T a, C_T b) {
+  if (b == (C_T)0) return (C_T)0;
+  C_T r = a % b;
+  if (r != (C_T)0 && ((r < (C_T)0) != (b < (C_T)0))) r += b;
+  return r;
+}
+inline C_T floor_divide(C_T a, C_T b) {
+  if (b == (C_T)0) return (C_T)-1;
+  C_T q = a / b;
+  if ((a % b != (C_T)0) && ((a < (C_T)0) != (b < (C_T)0))) q -= (C_T)1;
+  return q;
+}
+inline C_T trunc_divide(C_T a, C_T b) { return b == (C_T)0 ? (C_T)-1 : a / b; }
+inline C_T int_fmod(C_T a, C_T b) { return b == (C_T)0 ? (C_T)0 : a % b; }
+inline C_T sign_of(C_T x) { return (C_T)((x > (C_T)0) - (x < (C_T)0)); }
+inline C_T pow_of(C_T base, C_T exp) {
+  if (exp < (C_T)0) return base == (C_T)1 ? (C_T)1 : (base == (C_T)-1 ? ((exp & 1) ? (C_T)-1 : (C_T)1) : (C_T)0);
+  C_T result = (C_T)1;
+  while (exp) {
+    if (exp & 1) result *= base;
+    exp >>= 1;
+    base *= base;
+  }
+  return result;
+}
+#endif
