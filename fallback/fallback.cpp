@@ -246,16 +246,17 @@ void opencl_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack
   const CallDevices devices = check_devices(op, torch::jit::last(stack, num_arguments));
   const bool on_opencl = devices.target() && devices.target()->type() == c10::DeviceType::PrivateUse1;
 
+  const bool is_view = std::any_of(schema_returns.begin(), schema_returns.end(), is_view_return);
+  TORCH_CHECK(is_view || op.hasComputedKernelForDispatchKey(c10::DispatchKey::CPU), "The operator '", name,
+              "' has no opencl kernel, and no CPU kernel for the fallback to run either; "
+              "it is not available on opencl tensors.");
+
   record_fallback_call(name);
 
-  if (std::any_of(schema_returns.begin(), schema_returns.end(), is_view_return)) {
+  if (is_view) {
     view_fallback(op, stack, name);
     return;
   }
-
-  TORCH_CHECK(op.hasComputedKernelForDispatchKey(c10::DispatchKey::CPU), "The operator '", name,
-              "' has no opencl kernel, and no CPU kernel for the fallback to run either; "
-              "it is not available on opencl tensors.");
 
   // Step 1: copy the opencl tensors to the CPU together, one copy per distinct tensor
   // (an argument passed twice, as in `torch.add(a, b, out=a)`, stays one tensor there).

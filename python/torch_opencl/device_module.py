@@ -252,10 +252,6 @@ def _default_generator(index: int) -> torch.Generator:
     return _C._default_generator(index)
 
 
-def _is_in_bad_fork() -> bool:  # torch.manual_seed seeds a custom device only when this exists
-    return False
-
-
 def manual_seed(seed: int) -> None:
     """Seeds the current device's generator."""
     _default_generator(_checked_index()).manual_seed(int(seed))

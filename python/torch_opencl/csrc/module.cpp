@@ -141,10 +141,12 @@ PYBIND11_MODULE(_C, m) {
   m.def("_reset_peak_memory_stats", [](int device) { tocl::allocator(device).reset_peak_stats(); });
   m.def("_reset_accumulated_memory_stats", [](int device) { tocl::allocator(device).reset_accumulated_stats(); });
   m.def("_set_memory_limit", [](int device, uint64_t bytes) { tocl::allocator(device).set_memory_limit(bytes); });
+  // The raw helpers release the GIL, so Python threads really race in the allocator.
   m.def("_raw_alloc", [](int device, size_t bytes) {
     return reinterpret_cast<uintptr_t>(tocl::allocator(device).allocate(bytes, tocl::current_stream(device)));
-  });
-  m.def("_raw_free", [](int device, uintptr_t ptr) { tocl::allocator(device).free(reinterpret_cast<void*>(ptr)); });
+  }, py::call_guard<py::gil_scoped_release>());
+  m.def("_raw_free", [](int device, uintptr_t ptr) { tocl::allocator(device).free(reinterpret_cast<void*>(ptr)); },
+        py::call_guard<py::gil_scoped_release>());
 
   m.def("_program_cache_stats", &program_cache_stats);
   m.def("_clear_program_memory_cache", &tocl::clear_memory_cache);
