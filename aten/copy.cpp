@@ -10,6 +10,7 @@
 #include "aten/copy_kernels.h"
 #include "aten/minimal_ops.h"
 #include "aten/opencl_tensor.h"
+#include "runtime/host_allocator.h"
 #include "runtime/memcpy.h"
 
 namespace torch_opencl {
@@ -28,11 +29,19 @@ bool plain_bytes(const at::Tensor& dst, const at::Tensor& src) {
          src.is_contiguous() && same_math_bits(dst, src);
 }
 
-void host_to_device(const at::Tensor& dst, const at::Tensor& src) {
+// A non_blocking copy is asynchronous where the host side is pinned memory, whose block the
+// host allocator then keeps until the stream has passed the copy; otherwise it blocks, as on CUDA.
+bool async_with(const at::Tensor& host, bool non_blocking) {
+  return non_blocking && tocl::is_pinned(host.const_data_ptr());
+}
+
+void host_to_device(const at::Tensor& dst, const at::Tensor& src, bool non_blocking = false) {
   const int device = device_index(dst);
   const int stream = current_stream_of(dst);
   if (plain_bytes(dst, src)) {
-    tocl::copy_host_to_device(device, stream, dst.data_ptr(), src.const_data_ptr(), dst.nbytes());
+    const bool async = async_with(src, non_blocking);
+    tocl::copy_host_to_device(device, stream, dst.data_ptr(), src.const_data_ptr(), dst.nbytes(), !async);
+    if (async) tocl::host_record_use(src.const_data_ptr(), device, stream);
     return;
   }
   if (device_supports(src.scalar_type(), device) && device_supports(dst.scalar_type(), device)) {
@@ -48,10 +57,13 @@ void host_to_device(const at::Tensor& dst, const at::Tensor& src) {
   write_back_mirror(dst, mirror);
 }
 
-void device_to_host(const at::Tensor& dst, const at::Tensor& src) {
+void device_to_host(const at::Tensor& dst, const at::Tensor& src, bool non_blocking) {
   const int device = device_index(src);
+  const int stream = current_stream_of(src);
   if (plain_bytes(dst, src)) {
-    tocl::copy_device_to_host(device, current_stream_of(src), dst.data_ptr(), src.const_data_ptr(), dst.nbytes());
+    const bool async = async_with(dst, non_blocking);
+    tocl::copy_device_to_host(device, stream, dst.data_ptr(), src.const_data_ptr(), dst.nbytes(), !async);
+    if (async) tocl::host_record_use(dst.const_data_ptr(), device, stream);
     return;
   }
   if (device_supports(src.scalar_type(), device) && device_supports(dst.scalar_type(), device)) {
@@ -86,10 +98,10 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   }
   if (is_opencl(dst) && self.device().is_cpu()) {
     const c10::DeviceGuard guard(dst.device());
-    host_to_device(dst, self);
+    host_to_device(dst, self, non_blocking);
   } else if (is_opencl(self) && dst.device().is_cpu()) {
     const c10::DeviceGuard guard(self.device());
-    device_to_host(dst, self);
+    device_to_host(dst, self, non_blocking);
   } else if (is_opencl(self) && is_opencl(dst) && self.device() == dst.device()) {
     const c10::DeviceGuard guard(dst.device());
     if (!device_copy(dst, self)) {

@@ -6,8 +6,10 @@
 
 #include "aten/device_allocator.h"
 #include "aten/generator.h"
+#include "aten/host_allocator.h"
 #include "runtime/allocator.h"
 #include "runtime/device.h"
+#include "runtime/host_allocator.h"
 #include "runtime/memcpy.h"
 #include "runtime/stream.h"
 
@@ -48,7 +50,8 @@ struct OpenCLHooks final : public at::PrivateUse1HooksInterface {
     return at::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device));
   }
 
-  bool isPinnedPtr(const void*) const override { return false; }
+  bool isPinnedPtr(const void* data) const override { return tocl::is_pinned(data); }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return host_allocator(); }
 
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t new_bytes) const override {
     TORCH_CHECK(storage.resizable(), "Trying to resize storage that is not resizable");

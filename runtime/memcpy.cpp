@@ -16,17 +16,20 @@ Resolved resolve_range(int device, const void* address, size_t bytes) {
 
 }  // namespace
 
-void copy_host_to_device(int device, int stream, void* dst, const void* src, size_t bytes) {
+void copy_host_to_device(int device, int stream, void* dst, const void* src, size_t bytes, bool blocking) {
   if (bytes == 0) return;
   const Resolved d = resolve_range(device, dst, bytes);
-  // Blocking: pageable host memory may be freed as soon as we return.
-  TOCL_CHECK(clEnqueueWriteBuffer(queue(device, stream), d.buffer, CL_TRUE, d.offset, bytes, src, 0, nullptr, nullptr));
+  TOCL_CHECK(clEnqueueWriteBuffer(queue(device, stream), d.buffer, blocking ? CL_TRUE : CL_FALSE, d.offset, bytes, src,
+                                  0, nullptr, nullptr));
+  if (!blocking) TOCL_CHECK(clFlush(queue(device, stream)));
 }
 
-void copy_device_to_host(int device, int stream, void* dst, const void* src, size_t bytes) {
+void copy_device_to_host(int device, int stream, void* dst, const void* src, size_t bytes, bool blocking) {
   if (bytes == 0) return;
   const Resolved s = resolve_range(device, src, bytes);
-  TOCL_CHECK(clEnqueueReadBuffer(queue(device, stream), s.buffer, CL_TRUE, s.offset, bytes, dst, 0, nullptr, nullptr));
+  TOCL_CHECK(clEnqueueReadBuffer(queue(device, stream), s.buffer, blocking ? CL_TRUE : CL_FALSE, s.offset, bytes, dst,
+                                 0, nullptr, nullptr));
+  if (!blocking) TOCL_CHECK(clFlush(queue(device, stream)));
 }
 
 void copy_device_to_device(int device, int stream, void* dst, const void* src, size_t bytes) {

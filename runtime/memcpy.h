@@ -5,10 +5,13 @@
 
 namespace tocl {
 
-// Host -> device. Returns once the host memory may be reused.
-void copy_host_to_device(int device, int stream, void* dst, const void* src, size_t bytes);
-// Device -> host. Blocks until the bytes are in `dst`.
-void copy_device_to_host(int device, int stream, void* dst, const void* src, size_t bytes);
+// Host -> device. Blocking: returns once the host memory may be reused. Not blocking:
+// returns at once, and the caller keeps `src` alive and unchanged until the stream
+// reaches the copy (pinned memory with host_record_use does).
+void copy_host_to_device(int device, int stream, void* dst, const void* src, size_t bytes, bool blocking = true);
+// Device -> host. Blocking: returns once the bytes are in `dst`. Not blocking: they are
+// there once the stream reaches the copy (synchronize first).
+void copy_device_to_host(int device, int stream, void* dst, const void* src, size_t bytes, bool blocking = true);
 // Device -> device, same device, ordered on the stream (asynchronous).
 void copy_device_to_device(int device, int stream, void* dst, const void* src, size_t bytes);
 // Fills `bytes` at `dst` with a repeated pattern of 1, 2, 4 or 8 bytes (asynchronous).
