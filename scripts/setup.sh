@@ -26,16 +26,18 @@ PY=$ROOT/.venv/bin/python
 # A stale or broken install must not stop `import torch` during set-up.
 export TORCH_DEVICE_BACKEND_AUTOLOAD=0
 PIP="$PY -m pip --disable-pip-version-check -q"
+# pip's exit status is kept (pipefail); only its notes about index locations that do not exist are dropped.
+pip_install() { $PIP install "$@" 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }; }
 
 # torch is pinned exactly: any other spelling would pull a newer CUDA build.
 if ! $PY -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '2.13.0')" 2>/dev/null; then
   echo "==> Installing torch==2.13.0 (CPU build)"
-  $PIP install torch==2.13.0
+  pip_install torch==2.13.0
 fi
 want=(scikit-build-core pytest hypothesis tqdm expecttest numpy scikit-learn)
 if ! $PY -c "import scikit_build_core, pytest, hypothesis, tqdm, expecttest, numpy, sklearn" 2>/dev/null; then
   echo "==> Installing build and test dependencies"
-  $PIP install "${want[@]}"
+  pip_install "${want[@]}"
 fi
 
 # Rebuild (incrementally, in build/) when the sources are newer than the install.
