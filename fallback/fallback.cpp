@@ -93,6 +93,24 @@ void for_each_tensor(const c10::IValue& v, F&& f) {
   }
 }
 
+// The argument with every defined tensor in it (Tensor, Tensor[], Tensor?[]) replaced by f(tensor).
+template <typename F>
+c10::IValue map_tensors(const c10::IValue& v, F&& f) {
+  if (v.isTensor()) return v.toTensor().defined() ? c10::IValue(f(v.toTensor())) : v;
+  if (v.isTensorList()) {
+    std::vector<at::Tensor> list;
+    for (const at::Tensor& t : v.toTensorVector()) list.push_back(t.defined() ? f(t) : t);
+    return c10::List<at::Tensor>(list);
+  }
+  if (v.isOptionalTensorList()) {
+    std::vector<std::optional<at::Tensor>> list;
+    for (const auto& t : v.toOptionalTensorVector())
+      list.emplace_back(t.has_value() && t->defined() ? std::optional<at::Tensor>(f(*t)) : t);
+    return c10::List<std::optional<at::Tensor>>(list);
+  }
+  return v;
+}
+
 c10::DeviceIndex resolve_index(c10::Device device) {
   if (device.has_index()) return device.index();
   return c10::impl::VirtualGuardImpl(c10::DeviceType::PrivateUse1).getDevice().index();
@@ -181,20 +199,7 @@ void view_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, cons
   };
 
   torch::jit::Stack meta_stack(stack->begin() + arguments_begin, stack->end());
-  for (auto& v : meta_stack) {
-    if (v.isTensor()) {
-      if (v.toTensor().defined()) v = to_meta(v.toTensor());
-    } else if (v.isTensorList()) {
-      std::vector<at::Tensor> list;
-      for (const at::Tensor& t : v.toTensorVector()) list.push_back(t.defined() ? to_meta(t) : t);
-      v = c10::List<at::Tensor>(list);
-    } else if (v.isOptionalTensorList()) {
-      std::vector<std::optional<at::Tensor>> list;
-      for (const auto& t : v.toOptionalTensorVector())
-        list.emplace_back(t.has_value() && t->defined() ? std::optional<at::Tensor>(to_meta(*t)) : t);
-      v = c10::List<std::optional<at::Tensor>>(list);
-    }
-  }
+  for (auto& v : meta_stack) v = map_tensors(v, to_meta);
   try {
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta_stack);
   } catch (const c10::Error& e) {
@@ -220,17 +225,7 @@ void view_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, cons
                 "so the fallback cannot make a real view; the operator needs an opencl kernel.");
   };
   std::vector<c10::IValue> results;
-  for (auto& v : meta_stack) {
-    if (v.isTensor()) {
-      results.emplace_back(as_view(v.toTensor()));
-    } else if (v.isTensorList()) {
-      std::vector<at::Tensor> list;
-      for (const at::Tensor& t : v.toTensorVector()) list.push_back(as_view(t));
-      results.emplace_back(c10::List<at::Tensor>(list));
-    } else {
-      results.push_back(std::move(v));
-    }
-  }
+  for (auto& v : meta_stack) results.push_back(map_tensors(v, as_view));
   torch::jit::drop(stack, num_arguments);
   for (auto& r : results) stack->push_back(std::move(r));
 }
@@ -281,17 +276,8 @@ void opencl_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack
   const uint64_t increment = static_cast<uint64_t>((std::max<int64_t>(largest, 1) + 3) / 4 * 4);
   for (size_t i = 0; i < num_arguments; ++i) {
     auto& v = (*stack)[arguments_begin + i];
-    if (v.isTensor()) {
-      if (v.toTensor().defined()) v = cpu_of(v.toTensor());
-    } else if (v.isTensorList()) {
-      std::vector<at::Tensor> list;
-      for (const at::Tensor& t : v.toTensorVector()) list.push_back(t.defined() ? cpu_of(t) : t);
-      v = c10::List<at::Tensor>(list);
-    } else if (v.isOptionalTensorList()) {
-      std::vector<std::optional<at::Tensor>> list;
-      for (const auto& t : v.toOptionalTensorVector())
-        list.emplace_back(t.has_value() && t->defined() ? std::optional<at::Tensor>(cpu_of(*t)) : t);
-      v = c10::List<std::optional<at::Tensor>>(list);
+    if (v.isTensor() || v.isTensorList() || v.isOptionalTensorList()) {
+      v = map_tensors(v, cpu_of);
     } else if (v.isDevice()) {
       v = c10::Device(c10::kCPU);
     } else if (is_generator_arg(schema_args[i])) {
@@ -350,13 +336,7 @@ void opencl_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack
       continue;
     }
     if (!target || target->is_cpu()) continue;
-    if (v.isTensor()) {
-      if (v.toTensor().defined()) v = v.toTensor().to(*target);
-    } else if (v.isTensorList()) {
-      std::vector<at::Tensor> list;
-      for (const at::Tensor& t : v.toTensorVector()) list.push_back(t.defined() ? t.to(*target) : t);
-      v = c10::List<at::Tensor>(list);
-    }
+    v = map_tensors(v, [&](const at::Tensor& t) { return t.to(*target); });
   }
 }
 
