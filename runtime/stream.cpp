@@ -50,10 +50,9 @@ thread_local std::array<int, 64> tls_current_stream{};
 }  // namespace
 
 cl_context context(int device) {
-  check_not_in_bad_fork();  // a context inherited through fork() is unusable
+  check_not_in_bad_fork();  // the driver's threads and contexts do not survive fork()
   auto& d = device_queues(device);
   std::call_once(d.context_once, [&] {
-    mark_initialized();
     const auto& info = device_info(device);
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(info.platform), 0};
     cl_int status = CL_SUCCESS;

@@ -1,9 +1,14 @@
 """Autocast for opencl: ``torch.autocast("opencl")`` with PyTorch's operator lists
 (registered for AutocastPrivateUse1 in aten/autocast.cpp).
 
-The default lower-precision dtype is float16 where every selected device has
-cl_khr_fp16, bfloat16 otherwise. ``torch.set_autocast_dtype`` is per thread, as it
-is for CUDA: the default is set in the thread that imports torch_opencl.
+The default lower-precision dtype is bfloat16 on every device: it is stored in 16
+bits and computed in float, so it needs no extension. float16 is accepted too
+(``torch.autocast("opencl", dtype=torch.float16)``) where every selected device
+has cl_khr_fp16. The default is not chosen per device at import because asking
+the devices enumerates the OpenCL platforms, which would make every process
+forked after ``import torch`` unable to use the device (see runtime/fork.h).
+``torch.set_autocast_dtype`` is per thread, as it is for CUDA: the default is set
+in the thread that imports torch_opencl.
 """
 from typing import List
 
@@ -31,8 +36,4 @@ def get_amp_supported_dtype() -> List[torch.dtype]:
 
 
 def _set_default_autocast_dtype() -> None:
-    try:
-        dtype = torch.float16 if is_fp16_supported() else torch.bfloat16
-    except RuntimeError:  # a selection variable that names nothing: torch.opencl calls report it
-        return
-    torch.set_autocast_dtype("opencl", dtype)
+    torch.set_autocast_dtype("opencl", torch.bfloat16)
