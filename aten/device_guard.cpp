@@ -13,8 +13,13 @@ namespace {
 
 constexpr auto kOpenCL = c10::DeviceType::PrivateUse1;
 
+// torch.Stream(device="opencl") and torch.Event pass index -1: the current device.
+c10::DeviceIndex resolve(c10::DeviceIndex device) {
+  return device < 0 ? static_cast<c10::DeviceIndex>(tocl::current_device()) : device;
+}
+
 c10::Stream make_stream(c10::DeviceIndex device, int id) {
-  return c10::Stream(c10::Stream::UNSAFE, c10::Device(kOpenCL, device), static_cast<c10::StreamId>(id));
+  return c10::Stream(c10::Stream::UNSAFE, c10::Device(kOpenCL, resolve(device)), static_cast<c10::StreamId>(id));
 }
 
 struct OpenCLGuardImpl final : public c10::impl::DeviceGuardImplInterface {
@@ -43,17 +48,17 @@ struct OpenCLGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 
   c10::Stream getStream(c10::Device d) const override {
-    return make_stream(d.index(), tocl::current_stream(d.index()));
+    return make_stream(d.index(), tocl::current_stream(resolve(d.index())));
   }
 
   c10::Stream getDefaultStream(c10::Device d) const override { return make_stream(d.index(), 0); }
 
   c10::Stream getStreamFromGlobalPool(c10::Device d, bool = false) const override {
-    return make_stream(d.index(), tocl::stream_from_pool(d.index()));
+    return make_stream(d.index(), tocl::stream_from_pool(resolve(d.index())));
   }
 
   c10::Stream getNewStream(c10::Device d, int = 0) const override {
-    return make_stream(d.index(), tocl::stream_from_pool(d.index()));
+    return make_stream(d.index(), tocl::stream_from_pool(resolve(d.index())));
   }
 
   c10::Stream exchangeStream(c10::Stream s) const override {

@@ -1,4 +1,5 @@
 #include "runtime/device.h"
+#include "runtime/fork.h"
 
 #include <algorithm>
 #include <cctype>
@@ -79,6 +80,8 @@ DeviceInfo query_device(const PlatformInfo& p, cl_device_id id, int index) {
 std::vector<PlatformInfo> discover() {
   std::vector<PlatformInfo> result;
   cl_uint count = 0;
+  // Drivers start their threads here (PoCL does): a process forked after this cannot use them.
+  mark_initialized();
   // No ICD installed (or none that loads) is "not available", not an error.
   if (clGetPlatformIDs(0, nullptr, &count) != CL_SUCCESS || count == 0) return result;
   std::vector<cl_platform_id> ids(count);

@@ -1,6 +1,8 @@
 #include "runtime/stream.h"
 
 #include <array>
+#include <chrono>
+#include <thread>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -8,6 +10,7 @@
 
 #include "runtime/error.h"
 #include "runtime/event.h"
+#include "runtime/fork.h"
 
 namespace tocl {
 namespace {
@@ -47,6 +50,7 @@ thread_local std::array<int, 64> tls_current_stream{};
 }  // namespace
 
 cl_context context(int device) {
+  check_not_in_bad_fork();  // the driver's threads and contexts do not survive fork()
   auto& d = device_queues(device);
   std::call_once(d.context_once, [&] {
     const auto& info = device_info(device);
@@ -111,7 +115,14 @@ void synchronize_device(int device) {
 bool stream_query(int device, int stream_id) {
   Event marker;
   marker.record(device, stream_id);
-  return marker.query();
+  // A marker behind finished work still takes the driver a moment to complete (PoCL runs it on its
+  // scheduler thread): give it up to 2 ms so an idle stream answers true, as cudaStreamQuery does.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+  while (!marker.query()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
 }
 
 }  // namespace tocl

@@ -244,8 +244,9 @@ def set_fallback_mode(mode: str) -> None:
 
 
 def _is_in_bad_fork() -> bool:
-    """torch.manual_seed asks this before seeding; fork safety proper is tracked separately."""
-    return False
+    """True in a process forked after the parent initialised OpenCL: the device is unusable there
+    (use the 'spawn' start method). torch.manual_seed asks this before seeding."""
+    return _C._is_in_bad_fork()
 
 
 def _default_generator(index: int) -> torch.Generator:
@@ -277,3 +278,25 @@ def get_rng_state(device: _DeviceLike = "opencl") -> torch.Tensor:
 
 def set_rng_state(new_state: torch.Tensor, device: _DeviceLike = "opencl") -> None:
     _default_generator(_checked_index(device)).set_state(new_state)
+
+
+# --- Streams and events, RNG state of all devices, autocast (one module per concern).
+
+from .amp import get_amp_supported_dtype, is_bf16_supported, is_fp16_supported  # noqa: E402
+from .random import get_rng_state_all, set_rng_state_all  # noqa: E402
+from .streams import Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream  # noqa: E402
+
+__all__ += [
+    "Stream",
+    "Event",
+    "StreamContext",
+    "stream",
+    "current_stream",
+    "default_stream",
+    "set_stream",
+    "get_rng_state_all",
+    "set_rng_state_all",
+    "get_amp_supported_dtype",
+    "is_bf16_supported",
+    "is_fp16_supported",
+]

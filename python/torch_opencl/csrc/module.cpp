@@ -1,6 +1,7 @@
 // torch_opencl._C: the Python face of the runtime, the allocator and the fallback.
 // Loading it loads libtorch_opencl, whose static initialisers register the
 // device guard, hooks, allocator, kernels and fallback with the dispatcher.
+#include <torch/csrc/Event.h>
 #include <torch/csrc/Generator.h>
 #include <torch/extension.h>
 
@@ -10,6 +11,7 @@
 #include "runtime/allocator.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
+#include "runtime/fork.h"
 #include "runtime/program_cache.h"
 #include "runtime/stream.h"
 
@@ -135,6 +137,17 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_device", &tocl::set_current_device);
   m.def("_synchronize", &tocl::synchronize_device, py::call_guard<py::gil_scoped_release>());
   m.def("_current_stream_id", &tocl::current_stream);
+  m.def("_set_current_stream", &tocl::set_current_stream);
+  m.def("_is_in_bad_fork", &tocl::in_bad_fork);
+  // torch.Event.elapsed_time refuses subclasses (torch.opencl.Event); this takes any torch.Event.
+  m.def("_event_elapsed_time", [](py::handle start, py::handle end) {
+    TORCH_CHECK_TYPE(THPEvent_Check(start.ptr()) && THPEvent_Check(end.ptr()),
+                     "elapsed_time expects two torch.Event objects");
+    const auto& a = reinterpret_cast<THPEvent*>(start.ptr())->event;
+    const auto& b = reinterpret_cast<THPEvent*>(end.ptr())->event;
+    py::gil_scoped_release no_gil;
+    return a.elapsedTime(b);
+  });
 
   m.def("_memory_stats", &allocator_stats);
   m.def("_empty_cache", [](int device) { tocl::allocator(device).empty_cache(); });
