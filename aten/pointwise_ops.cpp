@@ -49,6 +49,20 @@ void run_clamp(at::TensorIteratorBase& op, const std::optional<c10::Scalar>& min
   }
 }
 
+// Bounds given as tensors (inputs: self, then min and/or max), with CPU's NaN rules:
+// a NaN bound gives NaN, a NaN input stays NaN.
+void run_clamp_tensor(at::TensorIteratorBase& op, bool min, bool max) {
+  if (min && max) {
+    run_pointwise(op, {"clamp_tensor", "(isnan(b) || isnan(c)) ? b + c : (isnan(a) ? a : fmin(fmax(a, b), c))",
+                       "min(max(a, b), c)"});
+  } else if (min) {
+    run_pointwise(op, {"clamp_min_tensor", "(isnan(b) || a < b) ? b : a", "max(a, b)"});
+  } else {
+    TORCH_CHECK(max, "torch.clamp: At least one of 'min' or 'max' must not be None");
+    run_pointwise(op, {"clamp_max_tensor", "(isnan(b) || a > b) ? b : a", "min(a, b)"});
+  }
+}
+
 #define TOCL_EXPAND(...) __VA_ARGS__
 
 #define OP(NAME, META, PARAMS, ARGS, LAUNCH, F, I, O)                                 \

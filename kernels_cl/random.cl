@@ -1,0 +1,139 @@
+// Random distributions over a counter-based Philox-4x32-10 generator, one
+// program per output dtype (aten/random.cpp prepends the prelude and
+//   OUT_T, LOAD_OUT, STORE_OUT   the output operand (operand_defines)
+//   F_IS_DOUBLE                  1 when the output is float64: uniforms then carry 53 bits
+// Work item g draws one Philox block: counter = block + g (64 bits, words 0-1),
+// key = the seed. A block is four 32-bit draws; a work item fills PER_ITEM
+// consecutive elements from it (4 from 32-bit draws, 2 from 64-bit ones), so a
+// call consumes 4 * ceil(n / PER_ITEM) draws and the generator's offset advances by that.
+
+#define PHILOX_M0 0xD2511F53u
+#define PHILOX_M1 0xCD9E8D57u
+#define PHILOX_W0 0x9E3779B9u
+#define PHILOX_W1 0xBB67AE85u
+
+inline uint4 philox4x32_10(uint4 c, uint2 k) {
+  for (int r = 0; r < 10; ++r) {
+    const uint hi0 = mul_hi(PHILOX_M0, c.x), lo0 = PHILOX_M0 * c.x;
+    const uint hi1 = mul_hi(PHILOX_M1, c.z), lo1 = PHILOX_M1 * c.z;
+    c = (uint4)(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
+    k.x += PHILOX_W0;
+    k.y += PHILOX_W1;
+  }
+  return c;
+}
+
+inline uint4 draw_block(ulong seed, ulong counter) {
+  return philox4x32_10((uint4)((uint)counter, (uint)(counter >> 32), 0u, 0u), (uint2)((uint)seed, (uint)(seed >> 32)));
+}
+
+inline ulong join64(uint lo, uint hi) { return ((ulong)hi << 32) | (ulong)lo; }
+
+#if F_IS_DOUBLE
+#define F_T double
+#define PER_ITEM 2
+// [0, 1) with 53 random bits.
+inline void uniforms(uint4 r, F_T* u) {
+  u[0] = (double)(join64(r.x, r.y) & ((1ul << 53) - 1)) * (1.0 / 9007199254740992.0);
+  u[1] = (double)(join64(r.z, r.w) & ((1ul << 53) - 1)) * (1.0 / 9007199254740992.0);
+}
+#else
+#define F_T float
+#define PER_ITEM 4
+// [0, 1) with 24 random bits.
+inline void uniforms(uint4 r, F_T* u) {
+  u[0] = (float)(r.x & 0xffffffu) * (1.0f / 16777216.0f);
+  u[1] = (float)(r.y & 0xffffffu) * (1.0f / 16777216.0f);
+  u[2] = (float)(r.z & 0xffffffu) * (1.0f / 16777216.0f);
+  u[3] = (float)(r.w & 0xffffffu) * (1.0f / 16777216.0f);
+}
+#endif
+
+// The per-item prologue: `first` is the item's first element, `u` its uniforms.
+#define DRAW_UNIFORMS(per_item)                      \
+  const ulong g = get_global_id(0);                  \
+  const ulong first = g * (per_item);                \
+  if (first >= n) return;                            \
+  F_T u[PER_ITEM];                                   \
+  uniforms(draw_block(seed, block + g), u);
+
+__kernel void uniform(__global OUT_T* out, ulong out_offset, ulong n, ulong seed, ulong block, F_T from, F_T range) {
+  DRAW_UNIFORMS(PER_ITEM)
+  for (int j = 0; j < PER_ITEM; ++j) {
+    if (first + j < n) {
+      F_T v = from + u[j] * range;
+      if (v >= from + range && range > (F_T)0) v = from;  // rounding reached `to`: keep [from, to)
+      STORE_OUT(out, out_offset + first + j, v);
+    }
+  }
+}
+
+// Box-Muller over pairs of uniforms.
+__kernel void normal(__global OUT_T* out, ulong out_offset, ulong n, ulong seed, ulong block, F_T mean, F_T std) {
+  DRAW_UNIFORMS(PER_ITEM)
+  for (int j = 0; j < PER_ITEM; j += 2) {
+    const F_T radius = sqrt((F_T)-2 * log((F_T)1 - u[j]));  // 1 - u in (0, 1]
+    const F_T theta = (F_T)(2.0 * M_PI) * u[j + 1];
+    if (first + j < n) STORE_OUT(out, out_offset + first + j, mean + std * radius * cos(theta));
+    if (first + j + 1 < n) STORE_OUT(out, out_offset + first + j + 1, mean + std * radius * sin(theta));
+  }
+}
+
+__kernel void exponential(__global OUT_T* out, ulong out_offset, ulong n, ulong seed, ulong block, F_T lambd) {
+  DRAW_UNIFORMS(PER_ITEM)
+  for (int j = 0; j < PER_ITEM; ++j)
+    if (first + j < n) STORE_OUT(out, out_offset + first + j, -log1p(-u[j]) / lambd);
+}
+
+__kernel void bernoulli_scalar(__global OUT_T* out, ulong out_offset, ulong n, ulong seed, ulong block, F_T p) {
+  DRAW_UNIFORMS(PER_ITEM)
+  for (int j = 0; j < PER_ITEM; ++j)
+    if (first + j < n) STORE_OUT(out, out_offset + first + j, u[j] < p ? 1 : 0);
+}
+
+// p: one probability per element (contiguous, F_T).
+__kernel void bernoulli_tensor(__global OUT_T* out, ulong out_offset, ulong n, ulong seed, ulong block,
+                               __global const F_T* p, ulong p_offset) {
+  DRAW_UNIFORMS(PER_ITEM)
+  for (int j = 0; j < PER_ITEM; ++j)
+    if (first + j < n) STORE_OUT(out, out_offset + first + j, u[j] < p[p_offset + first + j] ? 1 : 0);
+}
+
+// Dropout: mask = u < keep, out = mask ? in * scale : 0 (in contiguous, the output's dtype).
+__kernel void dropout(__global OUT_T* out, ulong out_offset, ulong n, ulong seed, ulong block,
+                      __global const OUT_T* in, ulong in_offset, __global uchar* mask, ulong mask_offset, F_T keep,
+                      F_T scale) {
+  DRAW_UNIFORMS(PER_ITEM)
+  for (int j = 0; j < PER_ITEM; ++j) {
+    const ulong i = first + j;
+    if (i < n) {
+      const uchar m = u[j] < keep;
+      mask[mask_offset + i] = m;
+      STORE_OUT(out, out_offset + i, m ? (F_T)LOAD_OUT(in, in_offset + i) * scale : (F_T)0);
+    }
+  }
+}
+
+// Integers from + (draw mod range), range in [1, 2^32]: four elements per block.
+__kernel void random_range32(__global OUT_T* out, ulong out_offset, ulong n, ulong seed, ulong block, long from,
+                             ulong range) {
+  const ulong g = get_global_id(0);
+  const ulong first = g * 4;
+  if (first >= n) return;
+  const uint4 r = draw_block(seed, block + g);
+  const uint d[4] = {r.x, r.y, r.z, r.w};
+  for (int j = 0; j < 4; ++j)
+    if (first + j < n) STORE_OUT(out, out_offset + first + j, from + (long)((ulong)d[j] % range));
+}
+
+// The same from 64-bit draws, two elements per block; range 0 means all 2^64 values.
+__kernel void random_range64(__global OUT_T* out, ulong out_offset, ulong n, ulong seed, ulong block, long from,
+                             ulong range) {
+  const ulong g = get_global_id(0);
+  const ulong first = g * 2;
+  if (first >= n) return;
+  const uint4 r = draw_block(seed, block + g);
+  const ulong d[2] = {join64(r.x, r.y), join64(r.z, r.w)};
+  for (int j = 0; j < 2; ++j)
+    if (first + j < n) STORE_OUT(out, out_offset + first + j, range == 0 ? (long)d[j] : from + (long)(d[j] % range));
+}
