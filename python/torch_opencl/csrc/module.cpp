@@ -12,6 +12,7 @@
 #include "runtime/device.h"
 #include "runtime/error.h"
 #include "runtime/fork.h"
+#include "runtime/gemm_tuning.h"
 #include "runtime/program_cache.h"
 #include "runtime/stream.h"
 
@@ -170,6 +171,14 @@ PYBIND11_MODULE(_C, m) {
   m.def("_error_name", &tocl::error_name);
 
   m.def("_clblast_version", &clblast_version);
+  // GEMM tuning (python -m torch_opencl.tune).
+  m.def("_gemm_tuning_path", &tocl::gemm_tuning_path);
+  m.def("_gemm_tuning_source", &tocl::gemm_tuning_source);
+  m.def("_gemm_builtin_parameters", &tocl::builtin_gemm_parameters);
+  m.def("_gemm_override", [](int device, const std::string& kernel, int bits, const std::map<std::string, size_t>& p) {
+    tocl::ensure_gemm_tuning(device);
+    tocl::override_gemm_parameters(device, kernel, bits, p);
+  });
   m.def("_opencl_headers_version", [] { return CL_TARGET_OPENCL_VERSION; });
 
   m.def("_default_generator", [](int device) {
