@@ -1,0 +1,33 @@
+#include "aten/kernel_program.h"
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "aten/cl_types.h"
+#include "runtime/embedded_sources.h"
+#include "runtime/program_cache.h"
+
+namespace torch_opencl {
+
+cl_program dtype_program(int device, const char* file, c10::ScalarType type, c10::ScalarType index_type) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int, std::string, c10::ScalarType, c10::ScalarType>, cl_program> programs;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& program = programs[{device, file, type, index_type}];
+  if (!program) {
+    const std::string source = program_prelude({type}) + operand_defines("T", type) + operand_defines("I", index_type) +
+                               "#define ACC " + storage_type(compute_dtype(type)) + "\n#define WG " +
+                               std::to_string(kRowGroup) + "\n" + tocl::embedded_sources().at(file);
+    program = tocl::get_program(device, source);
+  }
+  return program;
+}
+
+cl_kernel dtype_kernel(const at::Tensor& like, const char* file, const char* name, c10::ScalarType index_type) {
+  check_device_supports(like.scalar_type(), like.device().index(), name);
+  return tocl::get_kernel(dtype_program(like.device().index(), file, like.scalar_type(), index_type), name);
+}
+
+}  // namespace torch_opencl

@@ -1,0 +1,23 @@
+#pragma once
+// Programs of the hand-written kernel files (kernels_cl/softmax.cl, loss.cl, ...):
+// one program per (device, file, data dtype, index dtype), whatever the shapes.
+// The source is prefixed with T_T/T_CT/LOAD_T/STORE_T for the data dtype, ACC (the
+// accumulation type: float for float/half/bfloat16, double for double) and
+// I_T/LOAD_I for the index dtype.
+#include <ATen/core/Tensor.h>
+
+#include "runtime/opencl.h"
+
+namespace torch_opencl {
+
+cl_program dtype_program(int device, const char* file, c10::ScalarType type,
+                         c10::ScalarType index_type = c10::ScalarType::Long);
+
+// Kernel of that program (per thread, as tocl::get_kernel).
+cl_kernel dtype_kernel(const at::Tensor& like, const char* file, const char* name,
+                       c10::ScalarType index_type = c10::ScalarType::Long);
+
+// Work-group size of the row-wise kernels (WG in the sources).
+constexpr size_t kRowGroup = 64;
+
+}  // namespace torch_opencl

@@ -1,0 +1,233 @@
+// nll_loss and nll_loss2d, forward and backward (cross_entropy is log_softmax +
+// nll_loss). The input is viewed as (N, C, S) with S = 1 for nll_loss and H * W
+// for nll_loss2d; kernels in kernels_cl/loss.cl. Targets are bounds-checked on
+// the device first, so a bad target raises CPU's IndexError.
+#include <ATen/ATen.h>
+#include <ATen/MetaFunctions.h>
+#include <ATen/native/Resize.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <tuple>
+
+#include "aten/index_bounds.h"
+#include "aten/kernel_program.h"
+#include "aten/opencl_tensor.h"
+#include "aten/structured.h"
+
+namespace torch_opencl {
+namespace {
+
+using at::Tensor;
+using OptTensor = std::optional<Tensor>;
+
+struct NllGeometry {
+  int64_t N, C, S;
+};
+
+NllGeometry geometry(const Tensor& input, bool spatial) {
+  if (spatial) return {input.size(0), input.size(1), input.size(2) * input.size(3)};
+  if (input.dim() == 1) return {1, input.size(0), 1};
+  return {input.size(0), input.size(1), 1};
+}
+
+Tensor weight_or_empty(const OptTensor& weight) {
+  return weight.has_value() && weight->defined() ? *weight : Tensor();
+}
+
+at::OptionalTensorRef weight_ref(const OptTensor& weight) {
+  return weight.has_value() && weight->defined() ? at::OptionalTensorRef(*weight) : at::OptionalTensorRef();
+}
+
+void check_targets(const Tensor& target, int64_t classes, int64_t ignore_index) {
+  TORCH_CHECK(target.scalar_type() == at::kLong || target.scalar_type() == at::kByte,
+              "expected scalar type Long but found ", target.scalar_type());
+  const auto bad = first_out_of_range(target, 0, classes, ignore_index);
+  TORCH_CHECK_INDEX(!bad.has_value(), "Target ", bad ? bad->value : 0, " is out of bounds.");
+}
+
+void check_weight(const Tensor& input, const Tensor& weight) {
+  if (!weight.defined()) return;
+  TORCH_CHECK(weight.scalar_type() == input.scalar_type(), "expected scalar type ", input.scalar_type(),
+              " but found ", weight.scalar_type(), " (nll_loss weight)");
+  TORCH_CHECK(weight.device() == input.device(), "nll_loss: weight is on ", weight.device(), ", input on ",
+              input.device());
+}
+
+void nll_forward(const Tensor& input, const Tensor& target, const Tensor& weight_, int64_t reduction,
+                 int64_t ignore_index, bool spatial, const Tensor& output, const Tensor& total_weight) {
+  const c10::DeviceGuard guard(input.device());
+  check_weight(input, weight_);
+  const auto g = geometry(input, spatial);
+  check_targets(target, g.C, ignore_index);
+  const auto in = input.contiguous();
+  const auto tgt = target.contiguous();
+  const auto weight = weight_.defined() ? weight_.contiguous() : in;
+  const int device = device_index(in);
+  const int stream = current_stream_of(in);
+  const auto weight_arg = buffer_arg(weight);
+  if (reduction == at::Reduction::None) {
+    total_weight.zero_();
+    if (output.numel() == 0) return;
+    auto out = output.is_contiguous() ? output : at::empty(output.sizes(), output.options());
+    cl_kernel k = dtype_kernel(in, "loss.cl", "nll_forward_none", tgt.scalar_type());
+    tocl::set_args(k, buffer_arg(out), buffer_arg(in), buffer_arg(tgt), weight_arg,
+                   static_cast<cl_int>(weight_.defined()), static_cast<cl_long>(g.N), static_cast<cl_long>(g.C),
+                   static_cast<cl_long>(g.S), static_cast<cl_long>(ignore_index));
+    tocl::enqueue_1d(device, stream, k, g.N * g.S);
+    if (!out.is_same(output)) output.copy_(out);
+    return;
+  }
+  cl_kernel k = dtype_kernel(in, "loss.cl", "nll_forward_reduce", tgt.scalar_type());
+  // A 0-element input still writes its result: 0 for 'sum', 0/0 = nan for 'mean', as CPU.
+  tocl::set_args(k, buffer_arg(output), buffer_arg(total_weight), buffer_arg(in.numel() ? in : output),
+                 buffer_arg(tgt.numel() ? tgt : output), weight_.defined() ? weight_arg : buffer_arg(output),
+                 static_cast<cl_int>(weight_.defined()), static_cast<cl_long>(g.N), static_cast<cl_long>(g.C),
+                 static_cast<cl_long>(g.S), static_cast<cl_long>(ignore_index),
+                 static_cast<cl_int>(reduction == at::Reduction::Mean));
+  tocl::enqueue_1d(device, stream, k, kRowGroup, kRowGroup);
+}
+
+void nll_backward(const Tensor& grad_output, const Tensor& input, const Tensor& target, const Tensor& weight_,
+                  int64_t reduction, int64_t ignore_index, const Tensor& total_weight, bool spatial,
+                  const Tensor& grad_input) {
+  const c10::DeviceGuard guard(input.device());
+  check_weight(input, weight_);
+  grad_input.zero_();
+  const auto g = geometry(input, spatial);
+  if (g.N * g.S == 0) return;
+  check_targets(target, g.C, ignore_index);
+  const auto tgt = target.contiguous();
+  const auto go = grad_output.contiguous();
+  const auto tw = total_weight.contiguous();
+  const auto weight = weight_.defined() ? weight_.contiguous() : go;
+  auto gi = grad_input.is_contiguous() ? grad_input : at::zeros(grad_input.sizes(), grad_input.options());
+  cl_kernel k = dtype_kernel(gi, "loss.cl", "nll_backward", tgt.scalar_type());
+  const int r = reduction == at::Reduction::None ? 0 : reduction == at::Reduction::Mean ? 1 : 2;
+  tocl::set_args(k, buffer_arg(gi), buffer_arg(go), buffer_arg(tgt), buffer_arg(weight),
+                 static_cast<cl_int>(weight_.defined()), buffer_arg(tw), static_cast<cl_long>(g.N),
+                 static_cast<cl_long>(g.C), static_cast<cl_long>(g.S), static_cast<cl_long>(ignore_index),
+                 static_cast<cl_int>(r));
+  tocl::enqueue_1d(device_index(gi), current_stream_of(gi), k, g.N * g.S);
+  if (!gi.is_same(grad_input)) grad_input.copy_(gi);
+}
+
+// ---- nll_loss (structured: ATen's meta checks shapes as on CPU) ----
+
+std::tuple<Tensor, Tensor> nll_loss_forward_functional(const Tensor& self, const Tensor& target, const OptTensor& weight,
+                                            int64_t reduction, int64_t ignore_index) {
+  StructuredFunctional<at::meta::structured_nll_loss_forward, 2> op;
+  op.meta(self, target, weight_ref(weight), reduction, ignore_index);
+  nll_forward(self, target, weight_or_empty(weight), reduction, ignore_index, false, op.maybe_get_output(0),
+              op.maybe_get_output(1));
+  return {op.take(0), op.take(1)};
+}
+
+std::tuple<Tensor&, Tensor&> nll_loss_forward_out(const Tensor& self, const Tensor& target, const OptTensor& weight,
+                                                  int64_t reduction, int64_t ignore_index, Tensor& output,
+                                                  Tensor& total_weight) {
+  auto [o, tw] = nll_loss_forward_functional(self, target, weight, reduction, ignore_index);
+  at::native::resize_output(output, o.sizes());
+  at::native::resize_output(total_weight, tw.sizes());
+  output.copy_(o);
+  total_weight.copy_(tw);
+  return {output, total_weight};
+}
+
+Tensor nll_loss_backward(const Tensor& grad_output, const Tensor& self, const Tensor& target, const OptTensor& weight,
+                         int64_t reduction, int64_t ignore_index, const Tensor& total_weight) {
+  StructuredFunctional<at::meta::structured_nll_loss_backward> op;
+  op.meta(grad_output, self, target, weight_ref(weight), reduction, ignore_index, total_weight);
+  nll_backward(grad_output, self, target, weight_or_empty(weight), reduction, ignore_index, total_weight, false,
+               op.maybe_get_output(0));
+  return op.take();
+}
+
+Tensor& nll_loss_backward_out(const Tensor& grad_output, const Tensor& self, const Tensor& target,
+                              const OptTensor& weight, int64_t reduction, int64_t ignore_index,
+                              const Tensor& total_weight, Tensor& grad_input) {
+  StructuredOut<at::meta::structured_nll_loss_backward> op(grad_input);
+  op.meta(grad_output, self, target, weight_ref(weight), reduction, ignore_index, total_weight);
+  nll_backward(grad_output, self, target, weight_or_empty(weight), reduction, ignore_index, total_weight, false,
+               op.maybe_get_output(0));
+  op.finish();
+  return grad_input;
+}
+
+// ---- nll_loss2d (not structured: CPU's checks, restated) ----
+
+void check_2d(const Tensor& input, const Tensor& target, const Tensor& weight) {
+  TORCH_CHECK(target.dim() == 3, "only batches of spatial targets supported (3D tensors) but got targets of dimension: ",
+              target.dim());
+  TORCH_CHECK(input.dim() == 4, "only batches of spatial inputs supported (4D tensors), but got input of dimension: ",
+              input.dim());
+  TORCH_CHECK(!weight.defined() || weight.numel() == input.size(1),
+              "weight tensor should be defined either for all or no classes");
+  TORCH_CHECK(input.size(0) == target.size(0) && input.size(2) == target.size(1) && input.size(3) == target.size(2),
+              "input and target batch or spatial sizes don't match: target ", target.sizes(), ", input ",
+              input.sizes());
+}
+
+std::tuple<Tensor&, Tensor&> nll_loss2d_forward_out(const Tensor& self, const Tensor& target,
+                                                    const OptTensor& weight, int64_t reduction, int64_t ignore_index,
+                                                    Tensor& output, Tensor& total_weight) {
+  const auto w = weight_or_empty(weight);
+  check_2d(self, target, w);
+  at::native::resize_output(total_weight, {});
+  if (reduction == at::Reduction::None)
+    at::native::resize_output(output, {self.size(0), self.size(2), self.size(3)});
+  else
+    at::native::resize_output(output, {});
+  nll_forward(self, target, w, reduction, ignore_index, true, output, total_weight);
+  return {output, total_weight};
+}
+
+std::tuple<Tensor, Tensor> nll_loss2d_forward(const Tensor& self, const Tensor& target, const OptTensor& weight,
+                                              int64_t reduction, int64_t ignore_index) {
+  auto output = at::empty({0}, self.options());
+  auto total_weight = at::empty({0}, self.options());
+  nll_loss2d_forward_out(self, target, weight, reduction, ignore_index, output, total_weight);
+  return {output, total_weight};
+}
+
+Tensor& nll_loss2d_backward_out(const Tensor& grad_output, const Tensor& self, const Tensor& target,
+                                const OptTensor& weight, int64_t reduction, int64_t ignore_index,
+                                const Tensor& total_weight, Tensor& grad_input) {
+  const auto w = weight_or_empty(weight);
+  check_2d(self, target, w);
+  TORCH_CHECK(total_weight.numel() == 1, "expected total_weight to be a single element tensor, got: ",
+              total_weight.sizes(), " (", total_weight.numel(), " elements)");
+  if (reduction == at::Reduction::None) {
+    TORCH_CHECK(grad_output.dim() == 3 && grad_output.sizes() == target.sizes(),
+                "grad_output must have the target's shape ", target.sizes(), " for reduction='none', got ",
+                grad_output.sizes());
+  } else {
+    TORCH_CHECK(grad_output.numel() == 1, "Expected a single element grad_output tensor, but got: ",
+                grad_output.sizes());
+  }
+  at::native::resize_output(grad_input, self.sizes());
+  nll_backward(grad_output, self, target, w, reduction, ignore_index, total_weight, true, grad_input);
+  return grad_input;
+}
+
+Tensor nll_loss2d_backward(const Tensor& grad_output, const Tensor& self, const Tensor& target,
+                           const OptTensor& weight, int64_t reduction, int64_t ignore_index,
+                           const Tensor& total_weight) {
+  auto grad_input = at::empty(self.sizes(), self.options());
+  return nll_loss2d_backward_out(grad_output, self, target, weight, reduction, ignore_index, total_weight, grad_input);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("nll_loss_forward", TORCH_FN(nll_loss_forward_functional));
+  m.impl("nll_loss_forward.output", TORCH_FN(nll_loss_forward_out));
+  m.impl("nll_loss_backward", TORCH_FN(nll_loss_backward));
+  m.impl("nll_loss_backward.grad_input", TORCH_FN(nll_loss_backward_out));
+  m.impl("nll_loss2d_forward", TORCH_FN(nll_loss2d_forward));
+  m.impl("nll_loss2d_forward.output", TORCH_FN(nll_loss2d_forward_out));
+  m.impl("nll_loss2d_backward", TORCH_FN(nll_loss2d_backward));
+  m.impl("nll_loss2d_backward.grad_input", TORCH_FN(nll_loss2d_backward_out));
+}
+
+}  // namespace torch_opencl

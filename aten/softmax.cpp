@@ -1,0 +1,119 @@
+// _softmax, _log_softmax and their backwards: ATen's structured meta functions
+// check arguments and shape the output as on CPU; kernels_cl/softmax.cl runs one
+// work-group per row over a contiguous (outer, dim, inner) view.
+#include <ATen/ATen.h>
+#include <ATen/MetaFunctions.h>
+#include <ATen/WrapDimUtils.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "aten/kernel_program.h"
+#include "aten/opencl_tensor.h"
+#include "aten/structured.h"
+
+namespace torch_opencl {
+namespace {
+
+struct RowGeometry {
+  int64_t dim_size, inner, rows;
+};
+
+RowGeometry row_geometry(const at::Tensor& t, int64_t dim) {
+  if (t.dim() == 0) return {1, 1, 1};
+  const int64_t d = t.size(dim);
+  int64_t inner = 1;
+  for (int64_t k = dim + 1; k < t.dim(); ++k) inner *= t.size(k);
+  return {d, inner, t.numel() / d};
+}
+
+// Runs `fill(contiguous_out)` into `out`, through a temporary when `out` is not contiguous.
+template <class F>
+void into(const at::Tensor& out, F fill) {
+  if (out.is_contiguous()) return fill(out);
+  auto tmp = at::empty(out.sizes(), out.options());
+  fill(tmp);
+  out.copy_(tmp);
+}
+
+void softmax_forward(const at::Tensor& input, int64_t dim, bool half_to_float, bool log, const at::Tensor& out) {
+  TORCH_CHECK(!half_to_float, log ? "_log_softmax" : "_softmax",
+              ": conversion from half to float is not supported on opencl; call softmax on a float tensor");
+  if (input.numel() == 0) return;
+  const c10::DeviceGuard guard(input.device());
+  dim = at::maybe_wrap_dim(dim, input.dim());
+  const auto in = input.contiguous();
+  const auto g = row_geometry(in, dim);
+  into(out, [&](const at::Tensor& o) {
+    cl_kernel k = dtype_kernel(in, "softmax.cl", "softmax_forward");
+    tocl::set_args(k, buffer_arg(o), buffer_arg(in), static_cast<cl_long>(g.dim_size), static_cast<cl_long>(g.inner),
+                   static_cast<cl_int>(log));
+    tocl::enqueue_1d(device_index(in), current_stream_of(in), k, g.rows * kRowGroup, kRowGroup);
+  });
+}
+
+void softmax_backward(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim, bool log,
+                      const at::Tensor& grad_input) {
+  TORCH_CHECK(grad_output.scalar_type() == grad_input.scalar_type(), log ? "_log_softmax" : "_softmax",
+              "_backward_data: grad_output of dtype ", grad_output.scalar_type(), " and input_dtype ",
+              grad_input.scalar_type(), " differ; opencl does not support the half-to-float form");
+  if (output.numel() == 0) return;
+  const c10::DeviceGuard guard(output.device());
+  dim = at::maybe_wrap_dim(dim, output.dim());
+  const auto go = grad_output.contiguous();
+  const auto y = output.contiguous();
+  const auto g = row_geometry(y, dim);
+  into(grad_input, [&](const at::Tensor& gi) {
+    cl_kernel k = dtype_kernel(y, "softmax.cl", "softmax_backward");
+    tocl::set_args(k, buffer_arg(gi), buffer_arg(go), buffer_arg(y), static_cast<cl_long>(g.dim_size),
+                   static_cast<cl_long>(g.inner), static_cast<cl_int>(log));
+    tocl::enqueue_1d(device_index(y), current_stream_of(y), k, g.rows * kRowGroup, kRowGroup);
+  });
+}
+
+#define SOFTMAX_OPS(NAME, LOG)                                                                                  \
+  at::Tensor NAME(const at::Tensor& self, int64_t dim, bool half_to_float) {                                    \
+    StructuredFunctional<at::meta::structured_##NAME> op;                                                       \
+    op.meta(self, dim, half_to_float);                                                                          \
+    softmax_forward(self, dim, half_to_float, LOG, op.maybe_get_output(0));                                     \
+    return op.take();                                                                                           \
+  }                                                                                                             \
+  at::Tensor& NAME##_out(const at::Tensor& self, int64_t dim, bool half_to_float, at::Tensor& out) {            \
+    StructuredOut<at::meta::structured_##NAME> op(out);                                                         \
+    op.meta(self, dim, half_to_float);                                                                          \
+    softmax_forward(self, dim, half_to_float, LOG, op.maybe_get_output(0));                                     \
+    op.finish();                                                                                                \
+    return out;                                                                                                 \
+  }                                                                                                             \
+  at::Tensor NAME##_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim, at::ScalarType dt) { \
+    StructuredFunctional<at::meta::structured_##NAME##_backward_data> op;                                      \
+    op.meta(grad, output, dim, dt);                                                                             \
+    softmax_backward(grad, output, dim, LOG, op.maybe_get_output(0));                                           \
+    return op.take();                                                                                           \
+  }                                                                                                             \
+  at::Tensor& NAME##_backward_out(const at::Tensor& grad, const at::Tensor& output, int64_t dim,               \
+                                  at::ScalarType dt, at::Tensor& out) {                                         \
+    StructuredOut<at::meta::structured_##NAME##_backward_data> op(out);                                        \
+    op.meta(grad, output, dim, dt);                                                                             \
+    softmax_backward(grad, output, dim, LOG, op.maybe_get_output(0));                                           \
+    op.finish();                                                                                                \
+    return out;                                                                                                 \
+  }
+
+SOFTMAX_OPS(_softmax, false)
+SOFTMAX_OPS(_log_softmax, true)
+#undef SOFTMAX_OPS
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_softmax", TORCH_FN(_softmax));
+  m.impl("_softmax.out", TORCH_FN(_softmax_out));
+  m.impl("_log_softmax", TORCH_FN(_log_softmax));
+  m.impl("_log_softmax.out", TORCH_FN(_log_softmax_out));
+  m.impl("_softmax_backward_data", TORCH_FN(_softmax_backward));
+  m.impl("_softmax_backward_data.out", TORCH_FN(_softmax_backward_out));
+  m.impl("_log_softmax_backward_data", TORCH_FN(_log_softmax_backward));
+  m.impl("_log_softmax_backward_data.out", TORCH_FN(_log_softmax_backward_out));
+}
+
+}  // namespace torch_opencl

@@ -1,0 +1,214 @@
+// Layer norm, group norm (row-wise: a row is `n` contiguous elements normalized
+// together) and batch norm (per channel of a contiguous (N, C, S) tensor).
+// Row kernels run one work-group of WG items per row, channel kernels one per
+// channel; reductions through local memory in ACC.
+//
+// Affine parameters of a row element: p = ((row % groups) * n + j) / inner_div
+// (layer norm: groups = inner_div = 1, p = j; group norm: groups = G,
+// inner_div = H * W, p = channel).
+
+inline ACC group_sum(__local ACC* scratch, ACC v) {
+  const int l = get_local_id(0);
+  scratch[l] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = WG / 2; s > 0; s >>= 1) {
+    if (l < s) scratch[l] += scratch[l + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const ACC r = scratch[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+
+__kernel void norm_rows_forward(__global T_T* out, ulong out_offset, __global T_T* mean_out, ulong mean_offset,
+                                __global T_T* rstd_out, ulong rstd_offset, __global const T_T* in, ulong in_offset,
+                                __global const T_T* weight, ulong w_offset, __global const T_T* bias,
+                                ulong b_offset, int has_weight, int has_bias, long n, long groups, long inner_div,
+                                ACC eps) {
+  __local ACC scratch[WG];
+  const long row = get_group_id(0);
+  const int l = get_local_id(0);
+  const long base = row * n;
+  ACC s = 0;
+  for (long j = l; j < n; j += WG) s += LOAD_T(in, in_offset + base + j);
+  const ACC mean = group_sum(scratch, s) / (ACC)n;
+  ACC q = 0;
+  for (long j = l; j < n; j += WG) {
+    const ACC d = LOAD_T(in, in_offset + base + j) - mean;
+    q += d * d;
+  }
+  const ACC var = group_sum(scratch, q) / (ACC)n;
+  const ACC rstd = (ACC)1 / sqrt(var + eps);
+  if (l == 0) {
+    STORE_T(mean_out, mean_offset + row, mean);
+    STORE_T(rstd_out, rstd_offset + row, rstd);
+  }
+  const long pbase = (row % groups) * n;
+  for (long j = l; j < n; j += WG) {
+    const long p = (pbase + j) / inner_div;
+    ACC y = (LOAD_T(in, in_offset + base + j) - mean) * rstd;
+    if (has_weight) y *= LOAD_T(weight, w_offset + p);
+    if (has_bias) y += LOAD_T(bias, b_offset + p);
+    STORE_T(out, out_offset + base + j, y);
+  }
+}
+
+// dx = rstd * (a - mean(a) - xhat * mean(a * xhat)), a = grad * weight.
+__kernel void norm_rows_backward(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out,
+                                 ulong go_offset, __global const T_T* in, ulong in_offset,
+                                 __global const T_T* mean, ulong mean_offset, __global const T_T* rstd,
+                                 ulong rstd_offset, __global const T_T* weight, ulong w_offset, int has_weight,
+                                 long n, long groups, long inner_div) {
+  __local ACC scratch[WG];
+  const long row = get_group_id(0);
+  const int l = get_local_id(0);
+  const long base = row * n, pbase = (row % groups) * n;
+  const ACC m = LOAD_T(mean, mean_offset + row), r = LOAD_T(rstd, rstd_offset + row);
+  ACC sa = 0, sax = 0;
+  for (long j = l; j < n; j += WG) {
+    ACC a = LOAD_T(grad_out, go_offset + base + j);
+    if (has_weight) a *= LOAD_T(weight, w_offset + (pbase + j) / inner_div);
+    sa += a;
+    sax += a * (LOAD_T(in, in_offset + base + j) - m) * r;
+  }
+  const ACC mean_a = group_sum(scratch, sa) / (ACC)n;
+  const ACC mean_ax = group_sum(scratch, sax) / (ACC)n;
+  for (long j = l; j < n; j += WG) {
+    ACC a = LOAD_T(grad_out, go_offset + base + j);
+    if (has_weight) a *= LOAD_T(weight, w_offset + (pbase + j) / inner_div);
+    const ACC xhat = (LOAD_T(in, in_offset + base + j) - m) * r;
+    STORE_T(grad_in, gi_offset + base + j, r * (a - mean_a - xhat * mean_ax));
+  }
+}
+
+// One work-group per affine parameter p: dweight[p] = sum grad * xhat, dbias[p] = sum grad over
+// the rows of p's group (row = group + k * groups) and the inner_div elements of p in each.
+__kernel void norm_rows_param_backward(__global T_T* dweight, ulong dw_offset, __global T_T* dbias, ulong db_offset,
+                                       int want_weight, int want_bias, __global const T_T* grad_out,
+                                       ulong go_offset, __global const T_T* in, ulong in_offset,
+                                       __global const T_T* mean, ulong mean_offset, __global const T_T* rstd,
+                                       ulong rstd_offset, long rows, long n, long groups, long inner_div) {
+  __local ACC scratch[WG];
+  const long p = get_group_id(0);
+  const int l = get_local_id(0);
+  const long group = (p * inner_div) / n, jstart = p * inner_div - group * n;
+  const long per_group_rows = rows / groups, count = per_group_rows * inner_div;
+  ACC sw = 0, sb = 0;
+  for (long k = l; k < count; k += WG) {
+    const long row = group + (k / inner_div) * groups, j = jstart + k % inner_div;
+    const long i = row * n + j;
+    const ACC g = LOAD_T(grad_out, go_offset + i);
+    sb += g;
+    sw += g * (LOAD_T(in, in_offset + i) - LOAD_T(mean, mean_offset + row)) * LOAD_T(rstd, rstd_offset + row);
+  }
+  sw = group_sum(scratch, sw);
+  sb = group_sum(scratch, sb);
+  if (l == 0) {
+    if (want_weight) STORE_T(dweight, dw_offset + p, sw);
+    if (want_bias) STORE_T(dbias, db_offset + p, sb);
+  }
+}
+
+// ---- batch norm over (N, C, S): channel c's k-th element is ((k / S) * C + c) * S + k % S ----
+
+inline long bn_index(long k, long c, long C, long S) { return ((k / S) * C + c) * S + k % S; }
+
+// Training statistics: save_mean, save_invstd, and the running stats when has_running
+// (running = (1 - momentum) * running + momentum * stat, the variance unbiased).
+__kernel void bn_stats(__global T_T* save_mean, ulong sm_offset, __global T_T* save_invstd, ulong si_offset,
+                       __global T_T* running_mean, ulong rm_offset, __global T_T* running_var, ulong rv_offset,
+                       int has_running, __global const T_T* in, ulong in_offset, long N, long C, long S,
+                       ACC momentum, ACC eps) {
+  __local ACC scratch[WG];
+  const long c = get_group_id(0);
+  const int l = get_local_id(0);
+  const long count = N * S;
+  ACC s = 0;
+  for (long k = l; k < count; k += WG) s += LOAD_T(in, in_offset + bn_index(k, c, C, S));
+  const ACC mean = group_sum(scratch, s) / (ACC)count;
+  ACC q = 0;
+  for (long k = l; k < count; k += WG) {
+    const ACC d = LOAD_T(in, in_offset + bn_index(k, c, C, S)) - mean;
+    q += d * d;
+  }
+  const ACC m2 = group_sum(scratch, q);
+  if (l == 0) {
+    STORE_T(save_mean, sm_offset + c, mean);
+    STORE_T(save_invstd, si_offset + c, (ACC)1 / sqrt(m2 / (ACC)count + eps));
+    if (has_running) {
+      const ACC unbiased = m2 / (ACC)(count - 1);
+      STORE_T(running_mean, rm_offset + c, momentum * mean + ((ACC)1 - momentum) * (ACC)LOAD_T(running_mean, rm_offset + c));
+      STORE_T(running_var, rv_offset + c, momentum * unbiased + ((ACC)1 - momentum) * (ACC)LOAD_T(running_var, rv_offset + c));
+    }
+  }
+}
+
+// y = (x - mean) * invstd * w + b; is_var: `scale` holds variances (eval: running_var), else invstd.
+__kernel void bn_apply(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset,
+                       __global const T_T* mean, ulong mean_offset, __global const T_T* scale, ulong scale_offset,
+                       int is_var, __global const T_T* weight, ulong w_offset, __global const T_T* bias,
+                       ulong b_offset, int has_weight, int has_bias, long total, long C, long S, ACC eps) {
+  const long i = get_global_id(0);
+  if (i >= total) return;
+  const long c = (i / S) % C;
+  const ACC sc = LOAD_T(scale, scale_offset + c);
+  ACC y = ((ACC)LOAD_T(in, in_offset + i) - (ACC)LOAD_T(mean, mean_offset + c)) * (is_var ? (ACC)1 / sqrt(sc + eps) : sc);
+  if (has_weight) y *= LOAD_T(weight, w_offset + c);
+  if (has_bias) y += LOAD_T(bias, b_offset + c);
+  STORE_T(out, out_offset + i, y);
+}
+
+// Per channel: sum_g = sum grad, sum_gx = sum grad * (x - mean); writes dweight = sum_gx * invstd,
+// dbias = sum_g, and both sums into `sums` (2 * C, ACC) for the dx pass.
+__kernel void bn_backward_reduce(__global ACC* sums, ulong sums_offset, __global T_T* dweight, ulong dw_offset,
+                                 __global T_T* dbias, ulong db_offset, int want_weight, int want_bias,
+                                 __global const T_T* grad_out, ulong go_offset, __global const T_T* in,
+                                 ulong in_offset, __global const T_T* mean, ulong mean_offset,
+                                 __global const T_T* scale, ulong scale_offset, int is_var, long N, long C, long S,
+                                 ACC eps) {
+  __local ACC scratch[WG];
+  const long c = get_group_id(0);
+  const int l = get_local_id(0);
+  const long count = N * S;
+  const ACC m = LOAD_T(mean, mean_offset + c);
+  const ACC sc = LOAD_T(scale, scale_offset + c);
+  const ACC invstd = is_var ? (ACC)1 / sqrt(sc + eps) : sc;
+  ACC sg = 0, sgx = 0;
+  for (long k = l; k < count; k += WG) {
+    const long i = bn_index(k, c, C, S);
+    const ACC g = LOAD_T(grad_out, go_offset + i);
+    sg += g;
+    sgx += g * ((ACC)LOAD_T(in, in_offset + i) - m);
+  }
+  sg = group_sum(scratch, sg);
+  sgx = group_sum(scratch, sgx);
+  if (l == 0) {
+    sums[sums_offset + c] = sg;
+    sums[sums_offset + C + c] = sgx;
+    if (want_weight) STORE_T(dweight, dw_offset + c, sgx * invstd);
+    if (want_bias) STORE_T(dbias, db_offset + c, sg);
+  }
+}
+
+// train: dx = (g - sum_g / n - (x - mean) * invstd^2 * sum_gx / n) * invstd * w
+// eval:  dx = g * invstd * w
+__kernel void bn_backward_apply(__global T_T* grad_in, ulong gi_offset, __global const ACC* sums, ulong sums_offset,
+                                __global const T_T* grad_out, ulong go_offset, __global const T_T* in,
+                                ulong in_offset, __global const T_T* mean, ulong mean_offset,
+                                __global const T_T* scale, ulong scale_offset, int is_var,
+                                __global const T_T* weight, ulong w_offset, int has_weight, int train, long total,
+                                long N, long C, long S, ACC eps) {
+  const long i = get_global_id(0);
+  if (i >= total) return;
+  const long c = (i / S) % C;
+  const ACC sc = LOAD_T(scale, scale_offset + c);
+  const ACC invstd = is_var ? (ACC)1 / sqrt(sc + eps) : sc;
+  const ACC w = has_weight ? (ACC)LOAD_T(weight, w_offset + c) : (ACC)1;
+  ACC g = LOAD_T(grad_out, go_offset + i);
+  if (train) {
+    const ACC n = (ACC)(N * S);
+    const ACC xmu = (ACC)LOAD_T(in, in_offset + i) - (ACC)LOAD_T(mean, mean_offset + c);
+    g = g - sums[sums_offset + c] / n - xmu * invstd * invstd * sums[sums_offset + C + c] / n;
+  }
+  STORE_T(grad_in, gi_offset + i, g * invstd * w);
+}
