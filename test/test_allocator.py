@@ -246,13 +246,15 @@ def device_still_works():
 
 def test_out_of_memory_beyond_the_largest_buffer():
     props = torch.opencl.get_device_properties(DEV)
-    request = 3 << 30
+    # The next whole GiB above the device's largest buffer: refused without touching memory.
+    gib = props.max_alloc_size // (1 << 30) + 1
+    request = gib << 30
     assert request > props.max_alloc_size
     s0 = stats()
     with pytest.raises(torch.OutOfMemoryError) as info:
         torch.empty(request, dtype=torch.uint8, device="opencl")
     message = str(info.value)
-    assert "tried to allocate 3.00 GiB" in message
+    assert f"tried to allocate {gib}.00 GiB" in message
     assert "largest single buffer" in message
     assert "allocated by tensors" in message and "reserved by the caching allocator" in message
     s1 = stats()
