@@ -111,3 +111,28 @@ def test_autocast_disabled_and_nested():
         with torch.autocast("opencl", enabled=False):
             assert (a @ a).dtype == torch.float32
         assert (a @ a).dtype == torch.bfloat16
+
+
+def test_grad_scaler():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2).to(DEV)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("opencl", init_scale=1024.0)
+    before = [p.detach().cpu().clone() for p in model.parameters()]
+    with torch.autocast("opencl"):
+        loss = model(torch.randn(3, 4, device=DEV)).float().pow(2).mean()
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+    assert scaler.get_scale() == 1024.0
+    assert any(not torch.equal(b, p.detach().cpu()) for b, p in zip(before, model.parameters()))
+    # An inf gradient skips the step and halves the scale.
+    after = [p.detach().cpu().clone() for p in model.parameters()]
+    opt.zero_grad()
+    with torch.autocast("opencl"):
+        loss = model(torch.full((3, 4), float("inf"), device=DEV)).float().sum()
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+    assert scaler.get_scale() == 512.0
+    assert all(torch.equal(a, p.detach().cpu()) for a, p in zip(after, model.parameters()))
