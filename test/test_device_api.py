@@ -472,7 +472,9 @@ def test_loading_an_opencl_checkpoint_without_the_backend(tmp_path):
 
 FORK_CHILD = """
     import json, os, torch
+    initialized_at_import = torch.opencl.is_initialized()
     TOUCH
+    initialized = torch.opencl.is_initialized()
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -488,7 +490,8 @@ FORK_CHILD = """
     child = json.loads(os.read(r, 65536).decode())
     os.waitpid(pid, 0)
     parent = {"bad_fork": torch.opencl._is_in_bad_fork(), "value": float((torch.ones(3, device="opencl") * 2).sum().cpu())}
-    print("RESULT " + json.dumps({"child": child, "parent": parent}))
+    print("RESULT " + json.dumps({"child": child, "parent": parent, "initialized_at_import": initialized_at_import,
+                                  "initialized": initialized}))
 """
 
 
@@ -496,6 +499,7 @@ def test_fork_after_first_use_gives_cudas_error():
     used = _start(FORK_CHILD.replace("TOUCH", 'torch.ones(1, device="opencl").cpu()'))
     unused = _start(FORK_CHILD.replace("TOUCH", "pass"))
     res, _, err = _finish(used, timeout=90)
+    assert res["initialized_at_import"] is False and res["initialized"] is True
     child = res["child"]
     assert child["bad_fork"] is True
     assert "Cannot re-initialize OpenCL in forked subprocess" in child["error"], child
@@ -503,5 +507,6 @@ def test_fork_after_first_use_gives_cudas_error():
     assert res["parent"] == {"bad_fork": False, "value": 6.0}
     # Importing torch (and torch_opencl) touches no device: a fork before first use works.
     res, _, err = _finish(unused, timeout=90)
+    assert res["initialized_at_import"] is False and res["initialized"] is False
     assert res["child"] == {"bad_fork": False, "value": 6.0}, err[-2000:]
     assert res["parent"] == {"bad_fork": False, "value": 6.0}
