@@ -41,6 +41,8 @@ struct OpenCLHooks final : public at::PrivateUse1HooksInterface {
     return default_generator(device);
   }
   at::Generator getNewGenerator(c10::DeviceIndex device) const override {
+    // torch.Generator("opencl") passes -1: the current device, as CUDA does.
+    if (device < 0) device = static_cast<c10::DeviceIndex>(tocl::current_device());
     return at::make_generator<OpenCLGeneratorImpl>(device);
   }
 

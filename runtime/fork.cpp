@@ -10,11 +10,11 @@
 namespace tocl {
 namespace {
 
-std::atomic<bool> initialized{false};
+std::atomic<bool> initialized_flag{false};
 std::atomic<bool> bad_fork{false};
 
 void forked_child() {
-  if (initialized.load()) bad_fork.store(true);
+  if (initialized_flag.load()) bad_fork.store(true);
 }
 
 }  // namespace
@@ -22,8 +22,10 @@ void forked_child() {
 void mark_initialized() {
   static std::once_flag once;
   std::call_once(once, [] { pthread_atfork(nullptr, nullptr, &forked_child); });
-  initialized.store(true);
+  initialized_flag.store(true);
 }
+
+bool initialized() { return initialized_flag.load(); }
 
 bool in_bad_fork() { return bad_fork.load(); }
 

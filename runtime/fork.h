@@ -11,6 +11,9 @@ namespace tocl {
 // Called before the platforms are first enumerated (installs the fork handler).
 void mark_initialized();
 
+// True once this process enumerated the platforms (torch.opencl.is_initialized()).
+bool initialized();
+
 // True in a child forked after the parent had created an OpenCL context.
 bool in_bad_fork();
 

@@ -49,7 +49,9 @@ def is_available() -> bool:
 
 
 def is_initialized() -> bool:
-    return True
+    """True once this process has enumerated the OpenCL devices (the first device use does it;
+    importing torch_opencl does not). A process forked after that cannot use the device."""
+    return _C._is_initialized()
 
 
 def device_count() -> int:

@@ -140,6 +140,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_current_stream_id", &tocl::current_stream);
   m.def("_set_current_stream", &tocl::set_current_stream);
   m.def("_is_in_bad_fork", &tocl::in_bad_fork);
+  m.def("_is_initialized", &tocl::initialized);
   // torch.Event.elapsed_time refuses subclasses (torch.opencl.Event); this takes any torch.Event.
   m.def("_event_elapsed_time", [](py::handle start, py::handle end) {
     TORCH_CHECK_TYPE(THPEvent_Check(start.ptr()) && THPEvent_Check(end.ptr()),
