@@ -204,32 +204,49 @@ struct RandomKernel {
 
 using at::native::templates::bernoulli_impl_;
 
+// A CPU tensor reaches these kernels when only the generator is an opencl one (a Generator
+// takes part in choosing the dispatch key): refuse it as CPU's own kernels do.
+void check_tensor_matches_generator(const at::Tensor& self, const std::optional<at::Generator>& gen) {
+  TORCH_CHECK(self.device().is_privateuseone(), "Expected a '", self.device().type(),
+              "' device type for generator but found '", gen.has_value() ? gen->device().type() : self.device().type(),
+              "'");
+}
+
 at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
+  check_tensor_matches_generator(self, gen);
   return at::native::templates::uniform_impl_<UniformKernel, OpenCLGeneratorImpl>(self, from, to, gen);
 }
 at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  check_tensor_matches_generator(self, gen);
   return at::native::templates::normal_impl_<NormalKernel, OpenCLGeneratorImpl>(self, mean, std, gen);
 }
 at::Tensor& exponential_(at::Tensor& self, double lambda, std::optional<at::Generator> gen) {
+  check_tensor_matches_generator(self, gen);
   return at::native::templates::exponential_impl_<ExponentialKernel, OpenCLGeneratorImpl>(self, lambda, gen);
 }
 at::Tensor& bernoulli_scalar_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
+  check_tensor_matches_generator(self, gen);
   return bernoulli_impl_<BernoulliScalarKernel, OpenCLGeneratorImpl>(self, p, gen);
 }
 at::Tensor& bernoulli_tensor_(at::Tensor& self, const at::Tensor& p, std::optional<at::Generator> gen) {
+  check_tensor_matches_generator(self, gen);
   return bernoulli_impl_<BernoulliTensorKernel, OpenCLGeneratorImpl>(self, p, gen);
 }
 at::Tensor bernoulli(const at::Tensor& self, std::optional<at::Generator> gen) {
+  check_tensor_matches_generator(self, gen);
   at::Tensor result = at::empty_like(self, at::MemoryFormat::Contiguous);
   return bernoulli_tensor_(result, self, gen);
 }
 at::Tensor& bernoulli_out(const at::Tensor& self, std::optional<at::Generator> gen, at::Tensor& out) {
+  check_tensor_matches_generator(self, gen);
   return at::native::templates::bernoulli_out_impl<BernoulliTensorKernel, OpenCLGeneratorImpl>(out, self, gen);
 }
 at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> gen) {
+  check_tensor_matches_generator(self, gen);
   return at::native::templates::random_impl<RandomKernel, OpenCLGeneratorImpl>(self, gen);
 }
 at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> to, std::optional<at::Generator> gen) {
+  check_tensor_matches_generator(self, gen);
   return at::native::templates::random_from_to_impl<RandomFromToKernel, OpenCLGeneratorImpl>(self, from, to, gen);
 }
 at::Tensor& random_to_(at::Tensor& self, int64_t to, std::optional<at::Generator> gen) {

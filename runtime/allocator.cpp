@@ -177,8 +177,8 @@ struct CachingAllocator::Impl {
     auto it = pool.lower_bound(&probe);
     if (it == pool.end() || (*it)->stream != stream) return nullptr;
     Block* block = *it;
-    // Don't let a huge cached block serve a small large-pool request: it could not be returned.
-    if (!small && size < kMinLargeAlloc && block->size >= kMinLargeAlloc) return nullptr;
+    // As CUDA's allocator with its default (unlimited) max_split_size: any cached block that
+    // fits is split, so a freed 20 MiB segment serves the next 8 MiB request.
     pool.erase(it);
     return block;
   }

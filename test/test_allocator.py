@@ -111,6 +111,21 @@ def test_freed_size_is_reused_without_a_new_buffer():
     _C._raw_free(DEV, again)
 
 
+@pytest.mark.parametrize("nbytes", [8 * MiB, 12 * MiB], ids=["8MiB_in_shared_segment", "12MiB_own_segment"])
+def test_freed_large_block_is_reused(nbytes):
+    # An 8 MiB request lives in a 20 MiB segment; once freed, the merged 20 MiB block must
+    # serve the next 8 MiB request rather than a second segment being opened.
+    _C._empty_cache(DEV)
+    ptr = _C._raw_alloc(DEV, nbytes)
+    _C._raw_free(DEV, ptr)
+    s0 = stats()
+    again = _C._raw_alloc(DEV, nbytes)
+    s1 = stats()
+    assert delta(s1, s0, "num_device_alloc") == 0
+    assert delta(s1, s0, "reserved_bytes.all.current") == 0
+    _C._raw_free(DEV, again)
+
+
 def test_tensor_of_a_freed_size_is_reused_without_a_new_buffer():
     x = torch.empty(64 * KiB, dtype=torch.uint8, device="opencl")
     del x

@@ -286,10 +286,19 @@ def test_random_ops_with_generator(draw):
     torch.testing.assert_close(draw(g).cpu(), first.cpu())
 
 
-def test_opencl_generator_with_cpu_tensors_is_an_error():
+@pytest.mark.parametrize("draw", [
+    lambda g: torch.randn(3, generator=g),
+    lambda g: torch.rand(3, generator=g),
+    lambda g: torch.randint(0, 5, (3,), generator=g),
+    lambda g: torch.empty(3).bernoulli_(0.5, generator=g),
+    lambda g: torch.empty(3).exponential_(generator=g),
+    lambda g: torch.randperm(4, generator=g),
+], ids=["randn", "rand", "randint", "bernoulli_", "exponential_", "randperm"])
+def test_opencl_generator_with_cpu_tensors_is_an_error(draw):
+    # A Generator takes part in dispatch, so these reach opencl kernels with CPU tensors.
     g = torch.Generator(device=DEV).manual_seed(0)
     with pytest.raises(RuntimeError, match="Expected a 'cpu' device type for generator but found 'opencl'"):
-        torch.randn(3, generator=g)
+        draw(g)
 
 
 def test_cpu_generator_with_opencl_tensors_is_an_error():
