@@ -240,6 +240,12 @@ def _fallback_diff(before: Dict[str, int], after: Dict[str, int]) -> List[str]:
     return sorted(k for k, v in after.items() if v > before.get(k, 0))
 
 
+def _portable(text: str) -> str:
+    """Drops what names this machine (the OpenCL device's name after `opencl:N`), so that the
+    expected-failure list reads the same wherever the sweep runs."""
+    return re.sub(r"(opencl:\d+) \([^()]*(\([^()]*\)[^()]*)*\)", r"\1", text)
+
+
 def _first_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     line = text[0] if text else ""
@@ -572,7 +578,7 @@ def write_xfail(entries: Dict[str, str], path: str = XFAIL_PATH) -> None:
     with open(path, "w") as f:
         f.write(XFAIL_HEADER)
         for key in sorted(entries):
-            reason = entries[key].replace("\n", " ")
+            reason = _portable(entries[key].replace("\n", " "))
             f.write(f"{key}  # {reason}\n")
 
 
@@ -731,7 +737,7 @@ def _path(native: Optional[bool], ops: List[str]) -> str:
 
 
 def _cell(text: str, limit: int = 160) -> str:
-    text = text.replace("|", "\\|").replace("\n", " ")
+    text = _portable(text).replace("|", "\\|").replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -824,7 +830,7 @@ def _report(args) -> None:
 def _category(err: str) -> str:
     """A failure message without the sample: the part after the last 'sample N ...: '."""
     m = re.match(r"sample \d+ .*?\): (.*)$", err)
-    text = m.group(1) if m else err
+    text = _portable(m.group(1) if m else err)
     text = re.sub(r"\d+(\.\d+)?(e-?\d+)?", "N", text)
     return text[:120]
 
