@@ -97,7 +97,7 @@ def test_bernoulli_scalar(dtype, p):
 
 
 def test_bernoulli_tensor_and_functional():
-    p = torch.linspace(0, 1, 5).to(DEV).repeat(N // 5)
+    p = torch.linspace(0, 1, 5).repeat(N // 5).to(DEV)
     x = torch.bernoulli(p)
     means = _host(x).view(-1, 5).mean(0)
     torch.testing.assert_close(means, torch.linspace(0, 1, 5, dtype=torch.float64), atol=0.01, rtol=0)
