@@ -18,6 +18,8 @@
 namespace torch_opencl {
 namespace {
 
+constexpr int64_t kPerItem = 16;  // PER_ITEM in kernels_cl/optim.cl
+
 cl_program optim_program(int device, c10::ScalarType type) {
   static std::mutex mutex;
   static std::unordered_map<int64_t, cl_program> programs;
@@ -144,7 +146,7 @@ void fused_adam_impl(at::TensorList params, at::TensorList grads, at::TensorList
     a.buf(p).buf(g).buf(m).buf(v).buf(vmax).buf(step).ulong(p.numel()).math(lr).flag(lr_t.has_value());
     a.buf(lr_t.has_value() ? *lr_t : step).math(beta1).math(beta2).math(weight_decay).math(eps);
     a.flag(amsgrad).flag(maximize).flag(adamw).optional(scale_t, step).optional(inf_t, step);
-    tocl::enqueue_1d(device.index(), tocl::current_stream(device.index()), k, p.numel());
+    tocl::enqueue_1d(device.index(), tocl::current_stream(device.index()), k, (p.numel() + kPerItem - 1) / kPerItem);
   }
   ws.finish();
 }
@@ -186,7 +188,7 @@ void fused_sgd_impl(at::TensorList params, at::TensorList grads, at::TensorList 
     a.buf(p).buf(g).buf(b).flag(has_buf).ulong(p.numel()).math(lr).flag(lr_t.has_value());
     a.buf(lr_t.has_value() ? *lr_t : p).math(weight_decay).math(momentum).math(dampening);
     a.flag(nesterov).flag(maximize).flag(first_step).optional(scale_t, p).optional(inf_t, p);
-    tocl::enqueue_1d(device.index(), tocl::current_stream(device.index()), k, p.numel());
+    tocl::enqueue_1d(device.index(), tocl::current_stream(device.index()), k, (p.numel() + kPerItem - 1) / kPerItem);
   }
   ws.finish();
 }

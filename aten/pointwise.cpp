@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <mutex>
+#include <string_view>
 #include <unordered_map>
 
 #include "aten/cl_types.h"
@@ -28,21 +29,46 @@ std::string conversion_into(c10::ScalarType compute) {
   return std::string("#define CONV_C(x) ((") + storage_type(compute) + ")(x))\n";
 }
 
-// Everything a program depends on, as a short key for the per-process lookup.
+// Everything a program depends on, packed without building strings (this runs per launch):
+// the expression texts by hash (checked by content on a hit) and one byte per dtype and flag.
 struct Signature {
-  std::string key;
-  std::string source;
+  size_t expr_hash;
+  uint64_t types;   // compute, output, inputs: 8 bits each
+  uint32_t flags;   // device, index64, nscalars, nin, scalar inputs
+  bool operator==(const Signature& o) const {
+    return expr_hash == o.expr_hash && types == o.types && flags == o.flags;
+  }
+};
+struct SignatureHash {
+  size_t operator()(const Signature& s) const {
+    return s.expr_hash ^ (std::hash<uint64_t>()(s.types) * 31) ^ (std::hash<uint32_t>()(s.flags) * 131);
+  }
+};
+// Owns copies of the texts: an expression need not outlive the call.
+struct ProgramEntry {
+  std::string name, float_expr, int_expr;
+  bool has_float, has_int;
+  cl_program program;
+  bool matches(const PointwiseExpr& e) const {
+    return name == e.name && has_float == (e.float_expr != nullptr) && has_int == (e.int_expr != nullptr) &&
+           (!has_float || float_expr == e.float_expr) && (!has_int || int_expr == e.int_expr);
+  }
 };
 
-Signature make_signature(const at::TensorIteratorBase& iter, const PointwiseExpr& expr, c10::ScalarType compute,
-                         const std::vector<bool>& scalar_inputs, int nscalars, bool index64) {
+size_t text_hash(const char* s) { return s ? std::hash<std::string_view>()(s) : 0; }
+
+Signature make_signature(int device, const at::TensorIteratorBase& iter, const PointwiseExpr& expr,
+                         c10::ScalarType compute, const std::vector<bool>& scalar_inputs, int nscalars, bool index64) {
   const int nin = iter.ninputs();
-  std::string key = std::string(expr.name) + "|" + c10::toString(compute) + "|" + c10::toString(iter.dtype(0));
+  Signature sig{};
+  sig.expr_hash = text_hash(expr.name) ^ (text_hash(expr.float_expr) * 3) ^ (text_hash(expr.int_expr) * 7);
+  sig.types = static_cast<uint64_t>(compute) | (static_cast<uint64_t>(iter.dtype(0)) << 8);
+  for (int k = 0; k < nin; ++k) sig.types |= static_cast<uint64_t>(iter.dtype(k + 1)) << (16 + 8 * k);
+  sig.flags = static_cast<uint32_t>(device) | (index64 ? 1u << 8 : 0u) | (static_cast<uint32_t>(nscalars) << 9) |
+              (static_cast<uint32_t>(nin) << 12);
   for (int k = 0; k < nin; ++k)
-    key += std::string("|") + c10::toString(iter.dtype(k + 1)) + (scalar_inputs[k] ? "s" : "");
-  key += index64 ? "|64" : "|32";
-  key += "|" + std::to_string(nscalars);
-  return {key, ""};
+    if (scalar_inputs[k]) sig.flags |= 1u << (16 + k);
+  return sig;
 }
 
 std::string make_source(const at::TensorIteratorBase& iter, const PointwiseExpr& expr, c10::ScalarType compute,
@@ -78,18 +104,26 @@ std::string make_source(const at::TensorIteratorBase& iter, const PointwiseExpr&
 cl_program program_for(int device, const at::TensorIteratorBase& iter, const PointwiseExpr& expr,
                        c10::ScalarType compute, const std::vector<bool>& scalar_inputs, int nscalars, bool index64) {
   static std::mutex mutex;
-  static std::unordered_map<std::string, cl_program> programs;
-  const auto sig = make_signature(iter, expr, compute, scalar_inputs, nscalars, index64);
-  const std::string key = std::to_string(device) + "|" + sig.key;
+  static std::unordered_multimap<Signature, ProgramEntry, SignatureHash> programs;
+  const auto sig = make_signature(device, iter, expr, compute, scalar_inputs, nscalars, index64);
+  auto find = [&]() -> cl_program {
+    auto range = programs.equal_range(sig);
+    for (auto it = range.first; it != range.second; ++it) {
+      if (it->second.matches(expr)) return it->second.program;
+    }
+    return nullptr;
+  };
   {
     std::lock_guard<std::mutex> lock(mutex);
-    auto it = programs.find(key);
-    if (it != programs.end()) return it->second;
+    if (cl_program p = find()) return p;
   }
   cl_program program =
       tocl::get_program(device, make_source(iter, expr, compute, scalar_inputs, nscalars, index64));
   std::lock_guard<std::mutex> lock(mutex);
-  programs.emplace(key, program);
+  if (!find()) 
+    programs.emplace(sig, ProgramEntry{expr.name, expr.float_expr ? expr.float_expr : "",
+                                       expr.int_expr ? expr.int_expr : "", expr.float_expr != nullptr,
+                                       expr.int_expr != nullptr, program});
   return program;
 }
 

@@ -235,7 +235,7 @@ at::Tensor hardswish_backward(const at::Tensor& grad_output, const at::Tensor& s
   at::Tensor grad_input;
   auto iter = at::TensorIterator::borrowing_binary_op(grad_input, grad_output, self);
   run_pointwise(iter, {"hardswish_backward",
-                       "b < (C_T)-3 ? (C_T)0 : (b <= (C_T)3 ? a * (b / (C_T)3 + (C_T)0.5) : a)", nullptr});
+                       "b <= (C_T)-3 ? (C_T)0 : (b < (C_T)3 ? a * (b / (C_T)3 + (C_T)0.5) : a)", nullptr});
   return iter.output();
 }
 

@@ -22,7 +22,8 @@ inline C_T floor_divide(C_T a, C_T b) {
 }
 // Round half to even, as torch.round does.
 inline C_T round_even(C_T x) { return rint(x); }
-inline C_T sign_of(C_T x) { return isnan(x) ? x : (C_T)((x > (C_T)0) - (x < (C_T)0)); }
+// NaN gives 0, as on CPU.
+inline C_T sign_of(C_T x) { return (C_T)((x > (C_T)0) - (x < (C_T)0)); }
 inline C_T nan_propagating_max(C_T a, C_T b) { return (isnan(a) || isnan(b)) ? (a + b) : fmax(a, b); }
 inline C_T nan_propagating_min(C_T a, C_T b) { return (isnan(a) || isnan(b)) ? (a + b) : fmin(a, b); }
 inline C_T sigmoid_of(C_T x) { return (C_T)1 / ((C_T)1 + exp(-x)); }

@@ -1,0 +1,96 @@
+"""Elementwise engine: launch overhead and bandwidth, opencl vs CPU PyTorch in one run.
+
+(a) small add (1K floats), N ops enqueued asynchronously then one synchronize: us per op.
+(b) large add (16M floats): GB/s counted as 3 x 4 bytes per element (two reads, one write),
+    against a device-to-device copy_ of the same size (8 bytes per element) as the copy reference.
+Medians over repeats; ratios printed. Targets (reported, not asserted): small-op overhead
+<= 15 us, large add >= 80% of copy bandwidth.
+
+    .venv/bin/python bench/bench_elementwise.py [--small-ops 2000] [--repeats 5] [--large 16777216]
+"""
+import argparse
+import statistics
+import time
+
+import torch
+import torch_opencl  # noqa: F401
+
+
+def sync(device):
+    if device == "opencl":
+        torch.opencl.synchronize()
+
+
+def timed(fn, device, repeats):
+    fn()
+    sync(device)
+    samples = []
+    for _ in range(repeats):
+        sync(device)
+        t0 = time.perf_counter()
+        fn()
+        sync(device)
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples)
+
+
+def small_add(device, n_ops, repeats):
+    a = torch.randn(1024, device=device)
+    b = torch.randn(1024, device=device)
+    out = torch.empty(1024, device=device)
+
+    def run():
+        for _ in range(n_ops):
+            torch.add(a, b, out=out)
+    return timed(run, device, repeats) / n_ops * 1e6
+
+
+def small_add_functional(device, n_ops, repeats):
+    a = torch.randn(1024, device=device)
+    b = torch.randn(1024, device=device)
+
+    def run():
+        for _ in range(n_ops):
+            a + b
+    return timed(run, device, repeats) / n_ops * 1e6
+
+
+def large(device, numel, repeats, inner=5):
+    a = torch.randn(numel, device=device)
+    b = torch.randn(numel, device=device)
+    out = torch.empty(numel, device=device)
+    t_add = timed(lambda: [torch.add(a, b, out=out) for _ in range(inner)], device, repeats) / inner
+    t_copy = timed(lambda: [out.copy_(a) for _ in range(inner)], device, repeats) / inner
+    return 3 * 4 * numel / t_add / 1e9, 2 * 4 * numel / t_copy / 1e9
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--small-ops", type=int, default=2000)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--large", type=int, default=16 * 1024 * 1024)
+    args = p.parse_args()
+    print(f"opencl device: {torch.opencl.get_device_name()}")
+    rows = {}
+    for device in ("cpu", "opencl"):
+        rows[device] = dict(
+            small_out=small_add(device, args.small_ops, args.repeats),
+            small_fn=small_add_functional(device, args.small_ops, args.repeats),
+            large=large(device, args.large, args.repeats),
+        )
+    c, o = rows["cpu"], rows["opencl"]
+    print(f"{'workload':44s} {'cpu':>10s} {'opencl':>10s} {'opencl/cpu':>10s}")
+    print(f"{'small add 1K, out= (us/op, async)':44s} {c['small_out']:10.2f} {o['small_out']:10.2f} "
+          f"{o['small_out'] / c['small_out']:10.2f}")
+    print(f"{'small add 1K, a + b (us/op, async)':44s} {c['small_fn']:10.2f} {o['small_fn']:10.2f} "
+          f"{o['small_fn'] / c['small_fn']:10.2f}")
+    print(f"{'large add 16M (GB/s)':44s} {c['large'][0]:10.2f} {o['large'][0]:10.2f} "
+          f"{o['large'][0] / c['large'][0]:10.2f}")
+    print(f"{'large copy_ 16M (GB/s)':44s} {c['large'][1]:10.2f} {o['large'][1]:10.2f} "
+          f"{o['large'][1] / c['large'][1]:10.2f}")
+    print(f"opencl add bandwidth / copy bandwidth: {o['large'][0] / o['large'][1]:.2f} (target >= 0.80)")
+    print(f"opencl small-op overhead: {o['small_out']:.2f} us (target <= 15 us)")
+
+
+if __name__ == "__main__":
+    main()
