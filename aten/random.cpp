@@ -71,9 +71,6 @@ Extra B(const at::Tensor& t) { return {Extra::kBuffer, 0, 0, 0, buffer_arg(t)}; 
 // Runs `kernel` over `out` (contiguous), drawing from `gen` (or the default generator).
 void launch(const char* kernel, const at::Tensor& out, std::optional<at::Generator> gen, bool wide_draws,
             std::initializer_list<Extra> extras) {
-  // An opencl generator makes the dispatcher pick these kernels even for CPU tensors.
-  TORCH_CHECK(out.device().type() == c10::DeviceType::PrivateUse1, "Expected a '", out.device().type(),
-              "' device type for generator but found 'opencl'");
   const int64_t n = out.numel();
   if (n == 0) return;
   TORCH_INTERNAL_ASSERT(out.is_contiguous());
