@@ -10,6 +10,7 @@
 
 #include <array>
 #include <optional>
+#include <type_traits>
 
 namespace torch_opencl {
 
@@ -45,6 +46,13 @@ inline at::Tensor create_out(at::IntArrayRef sizes, at::IntArrayRef strides, con
   return strides.empty() ? at::empty(sizes, options) : at::empty_strided(sizes, strides, options);
 }
 
+// A TensorIterator meta also records its outputs; a plain MetaBase has nothing to record.
+template <class Meta>
+void forward_output(Meta& meta, int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
+                    const at::TensorOptions& options) {
+  if constexpr (std::is_base_of_v<at::TensorIteratorBase, Meta>) meta.Meta::set_output_raw_strided(i, sizes, strides, options);
+}
+
 }  // namespace structured_detail
 
 // Meta is an at::meta::structured_* class (a TensorIteratorBase or a MetaBase).
@@ -52,11 +60,11 @@ template <class Meta, int N = 1>
 struct StructuredFunctional final : public Meta {
   void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) override {
     outputs_[i] = structured_detail::create_out(sizes, strides, options);
-    Meta::set_output_raw_strided(i, sizes, strides, options);
+    structured_detail::forward_output<Meta>(*this, i, sizes, strides, options);
   }
   void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) override {
     outputs_[i] = structured_detail::create_out(sizes, strides, options);
-    Meta::set_output_raw_strided(i, sizes, strides, options);
+    structured_detail::forward_output<Meta>(*this, i, sizes, strides, options);
   }
   const at::Tensor& maybe_get_output(int64_t i) override { return *outputs_[i]; }
   at::Tensor take(int i = 0) { return std::move(outputs_[i]).take(); }
@@ -69,6 +77,9 @@ struct StructuredOut final : public Meta {
   // in_place: the output is also an input, so it may not change shape or dtype.
   explicit StructuredOut(const at::Tensor& out0, bool in_place = false)
       : outputs_{std::ref(out0)}, in_place_(in_place) {}
+  // Two outputs (e.g. values and indices).
+  StructuredOut(const at::Tensor& out0, const at::Tensor& out1)
+      : outputs_{std::ref(out0), std::ref(out1)}, in_place_(false) {}
   void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) override {
     set(i, sizes, strides, options);
   }
@@ -103,7 +114,7 @@ struct StructuredOut final : public Meta {
     }
     auto proxy = structured_detail::maybe_proxy(out, sizes, strides, options);
     if (proxy.has_value()) proxies_[i] = c10::ExclusivelyOwned<at::Tensor>(std::move(proxy).value());
-    Meta::set_output_raw_strided(i, sizes, strides, options);
+    structured_detail::forward_output<Meta>(*this, i, sizes, strides, options);
   }
 };
 
