@@ -297,6 +297,7 @@ void launch_reduce(const at::Tensor& self, const Plan& plan, const at::Tensor& o
   i = 0;
   set_buffer(k2, i, partial);
   set_buffer(k2, i, out);
+  set_buffer(k2, i, center);
   set_value(k2, i, opcode);
   set_value<cl_long>(k2, i, plan.M);
   set_value<cl_long>(k2, i, l.nchunks);
@@ -333,6 +334,10 @@ void reduce_into(const at::Tensor& self_in, ReduceMask mask, bool keepdim, const
   }
   double divisor = static_cast<double>(plan.R);
   at::Tensor center;
+  if (op == ReduceOp::LogSumExp) {
+    center = at::empty({plan.M}, self.options().dtype(acc));
+    launch_reduce(self, with_linear_outputs(plan), center, at::Tensor(), ReduceOp::Max, acc, 0, 1);
+  }
   if (op == ReduceOp::Var || op == ReduceOp::Std) {
     // Two passes: the mean of each output's elements, then the mean square deviation from it.
     divisor = std::max(static_cast<double>(plan.R) - p, 0.0);

@@ -229,6 +229,29 @@ std::tuple<Tensor, Tensor> std_mean_correction(const Tensor& self, OptDims dim,
   return var_std_mean(self, dim, correction, keepdim, true);
 }
 
+// ---- logsumexp: max, then log of the sum of exp(x - max), plus max ----
+
+Tensor& logsumexp_out(const Tensor& self, at::IntArrayRef dim, bool keepdim, Tensor& out) {
+  TORCH_CHECK(!at::isComplexType(self.scalar_type()), "logsumexp(): Expected floating point type. Got ",
+              self.scalar_type());
+  const auto mask = mask_of(self, dim);
+  // Integers are promoted to the default float dtype, as CPU does.
+  const auto type = at::isIntegralType(self.scalar_type(), true) ? at::typeMetaToScalarType(at::get_default_dtype())
+                                                                 : self.scalar_type();
+  TORCH_CHECK(out.scalar_type() == type, "Expected out tensor to have dtype ", type, ", but got ",
+              out.scalar_type(), " instead");
+  at::native::resize_output(out, at::native::shape_from_dim_mask(self, mask, keepdim));
+  const Tensor input = self.scalar_type() == type ? self : self.to(type);
+  reduce_into(input, mask, keepdim, out, ReduceOp::LogSumExp, accumulate_dtype(type));
+  return out;
+}
+Tensor logsumexp(const Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  const auto type = at::isIntegralType(self.scalar_type(), true) ? at::typeMetaToScalarType(at::get_default_dtype())
+                                                                 : self.scalar_type();
+  Tensor out = at::empty({0}, self.options().dtype(type));
+  return logsumexp_out(self, dim, keepdim, out);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -279,6 +302,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("std.correction_out", TORCH_FN(std_correction_out));
   m.impl("var_mean.correction", TORCH_FN(var_mean_correction));
   m.impl("std_mean.correction", TORCH_FN(std_mean_correction));
+  m.impl("logsumexp", TORCH_FN(logsumexp));
+  m.impl("logsumexp.out", TORCH_FN(logsumexp_out));
 }
 
 }  // namespace torch_opencl

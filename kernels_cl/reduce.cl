@@ -21,7 +21,7 @@
 enum {
   OP_SUM = 0, OP_PROD = 1, OP_MAX = 2, OP_MIN = 3, OP_MEAN = 4, OP_ANY = 5, OP_ALL = 6,
   OP_NORM_P = 7, OP_NORM_0 = 8, OP_NORM_1 = 9, OP_NORM_2 = 10, OP_NORM_INF = 11, OP_NORM_NEGINF = 12,
-  OP_VAR = 13, OP_STD = 14
+  OP_VAR = 13, OP_STD = 14, OP_LOGSUMEXP = 15
 };
 
 typedef struct {
@@ -93,6 +93,7 @@ inline ACC_T map_in(int op, ACC_T x, ACC_T p, ACC_T center) {
     case OP_NORM_2: return x * x;
     case OP_NORM_P: return pow(fabs(x), p);
     case OP_VAR: case OP_STD: { const ACC_T d = x - center; return d * d; }
+    case OP_LOGSUMEXP: return exp(x - center);
 #endif
     default: return x;
   }
@@ -109,9 +110,11 @@ inline ACC_T combine(int op, ACC_T a, ACC_T b) {
 }
 
 // divisor: element count for mean, count - correction for var/std. q = 1/p.
-inline ACC_T finish(int op, ACC_T a, ACC_T divisor, ACC_T q) {
+// center: the shift of logsumexp.
+inline ACC_T finish(int op, ACC_T a, ACC_T divisor, ACC_T q, ACC_T center) {
   switch (op) {
 #if ACC_IS_FLOAT
+    case OP_LOGSUMEXP: return log(a) + center;
     case OP_MEAN: case OP_VAR: return a / divisor;
     case OP_STD: return sqrt(a / divisor);
     case OP_NORM_2: return sqrt(a);
@@ -135,6 +138,15 @@ inline ACC_T tree_reduce(int op, __local ACC_T* scratch, ACC_T v) {
 
 #define LOAD_ACC(p, i) ((ACC_T)LOAD_IN(p, i))
 
+// The per-output value var/std subtract (the mean) and logsumexp shifts by (the max, 0 if infinite).
+inline ACC_T center_of(int op, __global const ACC_T* center, ulong i) {
+  if (op == OP_VAR || op == OP_STD) return center[i];
+#if ACC_IS_FLOAT
+  if (op == OP_LOGSUMEXP) return isinf(center[i]) ? (ACC_T)0 : center[i];
+#endif
+  return (ACC_T)0;
+}
+
 // Group g handles output g / nchunks, elements [c * chunk, min(R, (c + 1) * chunk)).
 // center: per-output means (contiguous, ACC_T) for var/std, else unused.
 __kernel void reduce_group(__global const IN_T* in, ulong in_offset, __global OUT_T* out, ulong out_offset,
@@ -146,7 +158,7 @@ __kernel void reduce_group(__global const IN_T* in, ulong in_offset, __global OU
   const long c = group % nchunks;
   // The host launches exactly M * nchunks groups: no early return before the barriers.
   const Offsets base = output_offsets(&g, o);
-  const ACC_T mu = (op == OP_VAR || op == OP_STD) ? center[center_offset + o] : (ACC_T)0;
+  const ACC_T mu = center_of(op, center, center_offset + o);
   const long begin = c * chunk;
   const long end = min(R, begin + chunk);
   ACC_T acc = identity_of(op);
@@ -163,21 +175,23 @@ __kernel void reduce_group(__global const IN_T* in, ulong in_offset, __global OU
   acc = tree_reduce(op, scratch, acc);
   if (get_local_id(0) != 0) return;
   if (nchunks == 1)
-    STORE_OUT(out, out_offset + base.out, finish(op, acc, divisor, q));
+    STORE_OUT(out, out_offset + base.out, finish(op, acc, divisor, q, mu));
   else
     partial[partial_offset + group] = acc;
 }
 
 // Second pass: group o combines partial[o * nchunks .. o * nchunks + nchunks).
-__kernel void reduce_partials(__global const ACC_T* partial, ulong partial_offset, __global OUT_T* out, ulong out_offset, int op, long M,
+__kernel void reduce_partials(__global const ACC_T* partial, ulong partial_offset, __global OUT_T* out, ulong out_offset,
+                              __global const ACC_T* center, ulong center_offset, int op, long M,
                               long nchunks, ReduceGeometry g, ACC_T q, ACC_T divisor, __local ACC_T* scratch) {
   const long o = get_group_id(0);
   // The host launches exactly M * nchunks groups: no early return before the barriers.
+  const ACC_T mu = center_of(op, center, center_offset + o);
   ACC_T acc = identity_of(op);
   for (long c = get_local_id(0); c < nchunks; c += get_local_size(0))
     acc = combine(op, acc, partial[partial_offset + o * nchunks + c]);
   acc = tree_reduce(op, scratch, acc);
-  if (get_local_id(0) == 0) STORE_OUT(out, out_offset + output_offsets(&g, o).out, finish(op, acc, divisor, q));
+  if (get_local_id(0) == 0) STORE_OUT(out, out_offset + output_offsets(&g, o).out, finish(op, acc, divisor, q, mu));
 }
 
 __kernel void reduce_serial(__global const IN_T* in, ulong in_offset, __global OUT_T* out, ulong out_offset,
@@ -186,7 +200,7 @@ __kernel void reduce_serial(__global const IN_T* in, ulong in_offset, __global O
   const long o = get_global_id(0);
   if (o >= M) return;
   const Offsets base = output_offsets(&g, o);
-  const ACC_T mu = (op == OP_VAR || op == OP_STD) ? center[center_offset + o] : (ACC_T)0;
+  const ACC_T mu = center_of(op, center, center_offset + o);
   __global const IN_T* src = in + in_offset + base.in;
   ACC_T acc = identity_of(op);
   for (long r0 = 0; r0 < R; r0 += SERIAL_BLOCK) {
@@ -195,7 +209,7 @@ __kernel void reduce_serial(__global const IN_T* in, ulong in_offset, __global O
     for (long r = r0; r < end; ++r) block = combine(op, block, map_in(op, LOAD_ACC(src, reduced_offset(&g, r)), p, mu));
     acc = combine(op, acc, block);
   }
-  STORE_OUT(out, out_offset + base.out, finish(op, acc, divisor, q));
+  STORE_OUT(out, out_offset + base.out, finish(op, acc, divisor, q, mu));
 }
 
 // ---- Arg reductions: values and first indices of max (is_max) or min ----
