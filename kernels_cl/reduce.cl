@@ -164,7 +164,10 @@ __kernel void reduce_group(__global const IN_T* in, ulong in_offset, __global OU
   ACC_T acc = identity_of(op);
   const long step = get_local_size(0);
   __global const IN_T* src = in + in_offset + base.in;
-  if (g.red_ndim == 1) {
+  if ((op == OP_SUM || op == OP_MEAN) && g.red_ndim == 1 && g.red_strides[0] == 1) {
+    // The common case without the op switch in the loop.
+    for (long r = begin + get_local_id(0); r < end; r += step) acc += LOAD_ACC(src, r);
+  } else if (g.red_ndim == 1) {
     const long s = g.red_strides[0];
     for (long r = begin + get_local_id(0); r < end; r += step)
       acc = combine(op, acc, map_in(op, LOAD_ACC(src, r * s), p, mu));
@@ -206,7 +209,13 @@ __kernel void reduce_serial(__global const IN_T* in, ulong in_offset, __global O
   for (long r0 = 0; r0 < R; r0 += SERIAL_BLOCK) {
     const long end = min(R, r0 + SERIAL_BLOCK);
     ACC_T block = identity_of(op);
-    for (long r = r0; r < end; ++r) block = combine(op, block, map_in(op, LOAD_ACC(src, reduced_offset(&g, r)), p, mu));
+    if ((op == OP_SUM || op == OP_MEAN) && g.red_ndim == 1) {
+      const long s = g.red_strides[0];
+      for (long r = r0; r < end; ++r) block += LOAD_ACC(src, r * s);
+    } else {
+      for (long r = r0; r < end; ++r)
+        block = combine(op, block, map_in(op, LOAD_ACC(src, reduced_offset(&g, r)), p, mu));
+    }
     acc = combine(op, acc, block);
   }
   STORE_OUT(out, out_offset + base.out, finish(op, acc, divisor, q, mu));

@@ -101,7 +101,8 @@ INT_OPS = {
 @pytest.mark.parametrize("name", sorted(FLOAT_OPS))
 def test_float_ops(name, dtype):
     x = make((5, 6, 7), dtype)
-    for dims in DIMS:
+    # float64 shares every code path with float32 but the dtype: fewer dim sets.
+    for dims in DIMS if dtype == F32 else [None, (-1, 1)]:
         for keepdim in (False, True):
             compare(lambda t: FLOAT_OPS[name](t, dims, keepdim), x)
 
