@@ -78,6 +78,9 @@ struct StructuredOut final : public Meta {
   // in_place: the output is also an input, so it may not change shape or dtype.
   explicit StructuredOut(const at::Tensor& out0, bool in_place = false)
       : outputs_{std::ref(out0)}, in_place_(in_place) {}
+  // Two outputs (e.g. values and indices).
+  StructuredOut(const at::Tensor& out0, const at::Tensor& out1)
+      : outputs_{std::ref(out0), std::ref(out1)}, in_place_(false) {}
   void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) override {
     set(i, sizes, strides, options);
   }

@@ -1,0 +1,323 @@
+// Reductions, one program per (input, accumulate, output) dtype signature.
+// The host (aten/reduce.cpp) prepends the prelude and:
+//   IN_T, LOAD_IN, OUT_T, STORE_OUT   operands (operand_defines in cl_types.cpp)
+//   ACC_T                             the accumulate type; ACC_IS_FLOAT 1 for float/double
+//   ACC_LOWEST, ACC_HIGHEST           identities of max and min
+// Every reduction kind is an op code argument, so one program serves them all.
+// Geometry (sizes, strides, ranks) is an argument too: output element o has
+// kept-dim coordinates (innermost first) and the reduced elements r = 0..R-1
+// have reduced-dim coordinates (innermost first).
+//
+// Three ways to launch, chosen by the host:
+//   *_group    one work-group per (output, chunk of R): strided per-item
+//              accumulation, then a local-memory tree. With nchunks > 1 it
+//              writes partial states that *_partials then reduces.
+//   *_serial   one work-item per output (many outputs, reduced dims not
+//              innermost): adjacent items read adjacent memory; accumulation
+//              is blocked (64 at a time) to keep float error small.
+#define MAX_DIMS 12
+#define SERIAL_BLOCK 64
+
+enum {
+  OP_SUM = 0, OP_PROD = 1, OP_MAX = 2, OP_MIN = 3, OP_MEAN = 4, OP_ANY = 5, OP_ALL = 6,
+  OP_NORM_P = 7, OP_NORM_0 = 8, OP_NORM_1 = 9, OP_NORM_2 = 10, OP_NORM_INF = 11, OP_NORM_NEGINF = 12,
+  OP_VAR = 13, OP_STD = 14, OP_LOGSUMEXP = 15
+};
+
+typedef struct {
+  int out_ndim;                     // kept dims
+  int red_ndim;                     // reduced dims (after merging)
+  long out_sizes[MAX_DIMS];         // kept dims, innermost first
+  long in_strides[MAX_DIMS];        // input strides of the kept dims
+  long out_strides[MAX_DIMS];       // output (values) strides of the kept dims
+  long idx_strides[MAX_DIMS];       // index output strides (arg reductions)
+  long red_sizes[MAX_DIMS];         // reduced dims, innermost first
+  long red_strides[MAX_DIMS];       // input strides of the reduced dims
+} ReduceGeometry;
+
+typedef struct {
+  long in, out, idx;
+} Offsets;
+
+inline Offsets output_offsets(const ReduceGeometry* g, long o) {
+  Offsets r = {0, 0, 0};
+  for (int k = 0; k < g->out_ndim; ++k) {
+    const long size = g->out_sizes[k];
+    const long i = o % size;
+    o /= size;
+    r.in += i * g->in_strides[k];
+    r.out += i * g->out_strides[k];
+    r.idx += i * g->idx_strides[k];
+  }
+  return r;
+}
+
+inline long reduced_offset(const ReduceGeometry* g, long r) {
+  if (g->red_ndim == 1) return r * g->red_strides[0];
+  long off = 0;
+  for (int k = 0; k < g->red_ndim; ++k) {
+    const long size = g->red_sizes[k];
+    off += (r % size) * g->red_strides[k];
+    r /= size;
+  }
+  return off;
+}
+
+#if ACC_IS_FLOAT
+#define ACC_ISNAN(x) isnan(x)
+#define ACC_ABS(x) fabs(x)
+#else
+#define ACC_ISNAN(x) 0
+#define ACC_ABS(x) ((x) < 0 ? -(x) : (x))
+#endif
+
+inline ACC_T identity_of(int op) {
+  switch (op) {
+    case OP_PROD: case OP_ALL: return (ACC_T)1;
+    case OP_MAX: return ACC_LOWEST;
+    case OP_MIN: return ACC_HIGHEST;
+#if ACC_IS_FLOAT
+    case OP_NORM_INF: return (ACC_T)0;
+    case OP_NORM_NEGINF: return (ACC_T)INFINITY;
+#endif
+    default: return (ACC_T)0;
+  }
+}
+
+// x as it enters the accumulation; `center` is the mean for OP_VAR/OP_STD.
+inline ACC_T map_in(int op, ACC_T x, ACC_T p, ACC_T center) {
+  switch (op) {
+    case OP_ANY: case OP_ALL: case OP_NORM_0: return (ACC_T)(x != (ACC_T)0);
+#if ACC_IS_FLOAT
+    case OP_NORM_1: case OP_NORM_INF: case OP_NORM_NEGINF: return fabs(x);
+    case OP_NORM_2: return x * x;
+    case OP_NORM_P: return pow(fabs(x), p);
+    case OP_VAR: case OP_STD: { const ACC_T d = x - center; return d * d; }
+    case OP_LOGSUMEXP: return exp(x - center);
+#endif
+    default: return x;
+  }
+}
+
+// NaN propagates through max and min, as on CPU.
+inline ACC_T combine(int op, ACC_T a, ACC_T b) {
+  switch (op) {
+    case OP_PROD: return a * b;
+    case OP_MAX: case OP_NORM_INF: case OP_ANY: return (ACC_ISNAN(a) || a > b) ? a : b;
+    case OP_MIN: case OP_NORM_NEGINF: case OP_ALL: return (ACC_ISNAN(a) || a < b) ? a : b;
+    default: return a + b;
+  }
+}
+
+// divisor: element count for mean, count - correction for var/std. q = 1/p.
+// center: the shift of logsumexp.
+inline ACC_T finish(int op, ACC_T a, ACC_T divisor, ACC_T q, ACC_T center) {
+  switch (op) {
+#if ACC_IS_FLOAT
+    case OP_LOGSUMEXP: return log(a) + center;
+    case OP_MEAN: case OP_VAR: return a / divisor;
+    case OP_STD: return sqrt(a / divisor);
+    case OP_NORM_2: return sqrt(a);
+    case OP_NORM_P: return pow(a, q);
+#endif
+    default: return a;
+  }
+}
+
+inline ACC_T tree_reduce(int op, __local ACC_T* scratch, ACC_T v) {
+  const int lid = get_local_id(0);
+  const int n = get_local_size(0);
+  scratch[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = n / 2; s > 0; s >>= 1) {
+    if (lid < s) scratch[lid] = combine(op, scratch[lid], scratch[lid + s]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  return scratch[0];
+}
+
+#define LOAD_ACC(p, i) ((ACC_T)LOAD_IN(p, i))
+
+// The per-output value var/std subtract (the mean) and logsumexp shifts by (the max, 0 if infinite).
+inline ACC_T center_of(int op, __global const ACC_T* center, ulong i) {
+  if (op == OP_VAR || op == OP_STD) return center[i];
+#if ACC_IS_FLOAT
+  if (op == OP_LOGSUMEXP) return isinf(center[i]) ? (ACC_T)0 : center[i];
+#endif
+  return (ACC_T)0;
+}
+
+// Group g handles output g / nchunks, elements [c * chunk, min(R, (c + 1) * chunk)).
+// center: per-output means (contiguous, ACC_T) for var/std, else unused.
+__kernel void reduce_group(__global const IN_T* in, ulong in_offset, __global OUT_T* out, ulong out_offset,
+                           __global const ACC_T* center, ulong center_offset, __global ACC_T* partial, ulong partial_offset,
+                           int op, long M, long R, long chunk, long nchunks, ReduceGeometry g, ACC_T p, ACC_T q,
+                           ACC_T divisor, __local ACC_T* scratch) {
+  const long group = get_group_id(0);
+  const long o = group / nchunks;
+  const long c = group % nchunks;
+  // The host launches exactly M * nchunks groups: no early return before the barriers.
+  const Offsets base = output_offsets(&g, o);
+  const ACC_T mu = center_of(op, center, center_offset + o);
+  const long begin = c * chunk;
+  const long end = min(R, begin + chunk);
+  ACC_T acc = identity_of(op);
+  const long step = get_local_size(0);
+  __global const IN_T* src = in + in_offset + base.in;
+  if ((op == OP_SUM || op == OP_MEAN) && g.red_ndim == 1 && g.red_strides[0] == 1) {
+    // The common case without the op switch in the loop.
+    for (long r = begin + get_local_id(0); r < end; r += step) acc += LOAD_ACC(src, r);
+  } else if (g.red_ndim == 1) {
+    const long s = g.red_strides[0];
+    for (long r = begin + get_local_id(0); r < end; r += step)
+      acc = combine(op, acc, map_in(op, LOAD_ACC(src, r * s), p, mu));
+  } else {
+    for (long r = begin + get_local_id(0); r < end; r += step)
+      acc = combine(op, acc, map_in(op, LOAD_ACC(src, reduced_offset(&g, r)), p, mu));
+  }
+  acc = tree_reduce(op, scratch, acc);
+  if (get_local_id(0) != 0) return;
+  if (nchunks == 1)
+    STORE_OUT(out, out_offset + base.out, finish(op, acc, divisor, q, mu));
+  else
+    partial[partial_offset + group] = acc;
+}
+
+// Second pass: group o combines partial[o * nchunks .. o * nchunks + nchunks).
+__kernel void reduce_partials(__global const ACC_T* partial, ulong partial_offset, __global OUT_T* out, ulong out_offset,
+                              __global const ACC_T* center, ulong center_offset, int op, long M,
+                              long nchunks, ReduceGeometry g, ACC_T q, ACC_T divisor, __local ACC_T* scratch) {
+  const long o = get_group_id(0);
+  // The host launches exactly M * nchunks groups: no early return before the barriers.
+  const ACC_T mu = center_of(op, center, center_offset + o);
+  ACC_T acc = identity_of(op);
+  for (long c = get_local_id(0); c < nchunks; c += get_local_size(0))
+    acc = combine(op, acc, partial[partial_offset + o * nchunks + c]);
+  acc = tree_reduce(op, scratch, acc);
+  if (get_local_id(0) == 0) STORE_OUT(out, out_offset + output_offsets(&g, o).out, finish(op, acc, divisor, q, mu));
+}
+
+__kernel void reduce_serial(__global const IN_T* in, ulong in_offset, __global OUT_T* out, ulong out_offset,
+                            __global const ACC_T* center, ulong center_offset, int op, long M, long R,
+                            ReduceGeometry g, ACC_T p, ACC_T q, ACC_T divisor) {
+  const long o = get_global_id(0);
+  if (o >= M) return;
+  const Offsets base = output_offsets(&g, o);
+  const ACC_T mu = center_of(op, center, center_offset + o);
+  __global const IN_T* src = in + in_offset + base.in;
+  ACC_T acc = identity_of(op);
+  for (long r0 = 0; r0 < R; r0 += SERIAL_BLOCK) {
+    const long end = min(R, r0 + SERIAL_BLOCK);
+    ACC_T block = identity_of(op);
+    if ((op == OP_SUM || op == OP_MEAN) && g.red_ndim == 1) {
+      const long s = g.red_strides[0];
+      for (long r = r0; r < end; ++r) block += LOAD_ACC(src, r * s);
+    } else {
+      for (long r = r0; r < end; ++r)
+        block = combine(op, block, map_in(op, LOAD_ACC(src, reduced_offset(&g, r)), p, mu));
+    }
+    acc = combine(op, acc, block);
+  }
+  STORE_OUT(out, out_offset + base.out, finish(op, acc, divisor, q, mu));
+}
+
+// ---- Arg reductions: values and first indices of max (is_max) or min ----
+
+// True if (a, ia) wins over (b, ib): NaN is the extreme, ties go to the first index.
+inline bool arg_better(int is_max, ACC_T a, long ia, ACC_T b, long ib) {
+  if (ACC_ISNAN(a)) return !ACC_ISNAN(b) || ia < ib;
+  if (ACC_ISNAN(b)) return false;
+  if (a == b) return ia < ib;
+  return is_max ? a > b : a < b;
+}
+
+inline void arg_tree(int is_max, __local ACC_T* sv, __local long* si, ACC_T* v, long* i) {
+  const int lid = get_local_id(0);
+  sv[lid] = *v;
+  si[lid] = *i;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = get_local_size(0) / 2; s > 0; s >>= 1) {
+    if (lid < s && !arg_better(is_max, sv[lid], si[lid], sv[lid + s], si[lid + s])) {
+      sv[lid] = sv[lid + s];
+      si[lid] = si[lid + s];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  *v = sv[0];
+  *i = si[0];
+}
+
+// values may be absent (has_values 0: argmax/argmin).
+__kernel void argreduce_group(__global const IN_T* in, ulong in_offset, __global OUT_T* values, ulong values_offset,
+                              __global long* indices, ulong indices_offset, __global ACC_T* partial_v,
+                              ulong pv_offset, __global long* partial_i, ulong pi_offset, int is_max, int has_values, long M, long R, long chunk,
+                              long nchunks, ReduceGeometry g, __local ACC_T* sv, __local long* si) {
+  const long group = get_group_id(0);
+  const long o = group / nchunks;
+  const long c = group % nchunks;
+  // The host launches exactly M * nchunks groups: no early return before the barriers.
+  const Offsets base = output_offsets(&g, o);
+  const long begin = c * chunk;
+  const long end = min(R, begin + chunk);
+  ACC_T best = is_max ? ACC_LOWEST : ACC_HIGHEST;
+  long besti = LONG_MAX;
+  __global const IN_T* src = in + in_offset + base.in;
+  for (long r = begin + get_local_id(0); r < end; r += get_local_size(0)) {
+    const ACC_T x = LOAD_ACC(src, reduced_offset(&g, r));
+    if (arg_better(is_max, x, r, best, besti)) {
+      best = x;
+      besti = r;
+    }
+  }
+  arg_tree(is_max, sv, si, &best, &besti);
+  if (get_local_id(0) != 0) return;
+  if (nchunks == 1) {
+    if (has_values) STORE_OUT(values, values_offset + base.out, best);
+    indices[indices_offset + base.idx] = besti;
+  } else {
+    partial_v[pv_offset + group] = best;
+    partial_i[pi_offset + group] = besti;
+  }
+}
+
+__kernel void argreduce_partials(__global const ACC_T* partial_v, ulong pv_offset, __global const long* partial_i,
+                                 ulong pi_offset,
+                                 __global OUT_T* values, ulong values_offset, __global long* indices,
+                                 ulong indices_offset, int is_max, int has_values, long M, long nchunks,
+                                 ReduceGeometry g, __local ACC_T* sv, __local long* si) {
+  const long o = get_group_id(0);
+  // The host launches exactly M * nchunks groups: no early return before the barriers.
+  ACC_T best = is_max ? ACC_LOWEST : ACC_HIGHEST;
+  long besti = LONG_MAX;
+  const ulong first = o * nchunks;
+  for (long c = get_local_id(0); c < nchunks; c += get_local_size(0))
+    if (arg_better(is_max, partial_v[pv_offset + first + c], partial_i[pi_offset + first + c], best, besti)) {
+      best = partial_v[pv_offset + first + c];
+      besti = partial_i[pi_offset + first + c];
+    }
+  arg_tree(is_max, sv, si, &best, &besti);
+  if (get_local_id(0) != 0) return;
+  const Offsets base = output_offsets(&g, o);
+  if (has_values) STORE_OUT(values, values_offset + base.out, best);
+  indices[indices_offset + base.idx] = besti;
+}
+
+__kernel void argreduce_serial(__global const IN_T* in, ulong in_offset, __global OUT_T* values, ulong values_offset,
+                               __global long* indices, ulong indices_offset, int is_max, int has_values, long M,
+                               long R, ReduceGeometry g) {
+  const long o = get_global_id(0);
+  if (o >= M) return;
+  const Offsets base = output_offsets(&g, o);
+  __global const IN_T* src = in + in_offset + base.in;
+  ACC_T best = is_max ? ACC_LOWEST : ACC_HIGHEST;
+  long besti = LONG_MAX;
+  for (long r = 0; r < R; ++r) {
+    const ACC_T x = LOAD_ACC(src, reduced_offset(&g, r));
+    if (arg_better(is_max, x, r, best, besti)) {
+      best = x;
+      besti = r;
+    }
+  }
+  if (has_values) STORE_OUT(values, values_offset + base.out, best);
+  indices[indices_offset + base.idx] = besti;
+}

@@ -1,0 +1,332 @@
+"""Reductions and scans (aten/reduce.cpp, aten/reduce_ops.cpp, aten/scan.cpp) against CPU PyTorch.
+
+Every comparison runs the opencl side under fallback mode "error", so an operator that
+silently went to the CPU fallback fails the test. Each (input, accumulate, output) dtype
+signature compiles one program, so the dtype lists are kept to what exercises distinct paths.
+"""
+import contextlib
+import math
+
+import pytest
+import torch
+
+import torch_opencl  # noqa: F401
+
+from hypothesis import given, settings, strategies as st
+
+DEV = torch.device("opencl")
+F32, F64, I32, I64, BOOL = torch.float32, torch.float64, torch.int32, torch.int64, torch.bool
+
+
+@contextlib.contextmanager
+def native():
+    old = torch.opencl.fallback_mode()
+    torch.opencl.set_fallback_mode("error")
+    try:
+        yield
+    finally:
+        torch.opencl.set_fallback_mode(old)
+
+
+def make(shape, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    if dtype == BOOL:
+        return torch.randint(0, 2, shape, generator=g).bool()
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=g, dtype=F64).to(dtype)
+    return torch.randint(-9, 10, shape, generator=g, dtype=dtype)
+
+
+def tol_for(dtype):
+    return {F32: 1e-5, F64: 1e-12, torch.bfloat16: 1e-2, torch.float16: 1e-3}.get(dtype, 0)
+
+
+def assert_same(got, want, rtol=None, atol=None):
+    if isinstance(want, (tuple, list)):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert_same(g, w, rtol, atol)
+        return
+    assert got.device.type == "opencl"
+    got = got.cpu()
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    t = tol_for(want.dtype)
+    torch.testing.assert_close(got, want, rtol=t if rtol is None else rtol, atol=t if atol is None else atol,
+                               equal_nan=True)
+
+
+def compare(fn, *inputs, rtol=None, atol=None):
+    want = fn(*inputs)
+    with native():
+        got = fn(*[x.to(DEV) for x in inputs])
+    assert_same(got, want, rtol, atol)
+
+
+# ---- every operator over dim sets, keepdim and dtypes ----
+
+DIMS = [None, 0, -1, (0, 2), (-1, 1), (0, 1, 2)]
+
+FLOAT_OPS = {
+    "sum": lambda x, d, k: x.sum() if d is None else x.sum(d, keepdim=k),
+    "mean": lambda x, d, k: x.mean() if d is None else x.mean(d, keepdim=k),
+    "amax": lambda x, d, k: x.amax() if d is None else x.amax(d, keepdim=k),
+    "amin": lambda x, d, k: x.amin() if d is None else x.amin(d, keepdim=k),
+    "var": lambda x, d, k: torch.var(x, d, keepdim=k),
+    "std": lambda x, d, k: torch.std(x, d, correction=0, keepdim=k),
+    "var_mean": lambda x, d, k: torch.var_mean(x, d, correction=2, keepdim=k),
+    "std_mean": lambda x, d, k: torch.std_mean(x, d, keepdim=k),
+    "norm2": lambda x, d, k: torch.linalg.vector_norm(x, 2, d, keepdim=k),
+    "norm1": lambda x, d, k: torch.linalg.vector_norm(x, 1, d, keepdim=k),
+    "norm0": lambda x, d, k: torch.linalg.vector_norm(x, 0, d, keepdim=k),
+    "norm_inf": lambda x, d, k: torch.linalg.vector_norm(x, math.inf, d, keepdim=k),
+    "norm_neginf": lambda x, d, k: torch.linalg.vector_norm(x, -math.inf, d, keepdim=k),
+    "norm_p3": lambda x, d, k: torch.linalg.vector_norm(x, 3.5, d, keepdim=k),
+    "norm_m1": lambda x, d, k: torch.linalg.vector_norm(x, -1, d, keepdim=k),
+    "logsumexp": lambda x, d, k: torch.logsumexp(x, d if d is not None else (0, 1, 2), keepdim=k),
+    "any": lambda x, d, k: (x > 1).any() if d is None else (x > 1).any(d, keepdim=k),
+    "all": lambda x, d, k: (x > -2).all() if d is None else (x > -2).all(d, keepdim=k),
+}
+
+INT_OPS = {
+    "sum": FLOAT_OPS["sum"],
+    "amax": FLOAT_OPS["amax"],
+    "amin": FLOAT_OPS["amin"],
+    "any": lambda x, d, k: x.any() if d is None else x.any(d, keepdim=k),
+    "all": lambda x, d, k: x.all() if d is None else x.all(d, keepdim=k),
+}
+
+
+@pytest.mark.parametrize("dtype", [F32, F64])
+@pytest.mark.parametrize("name", sorted(FLOAT_OPS))
+def test_float_ops(name, dtype):
+    x = make((5, 6, 7), dtype)
+    # float64 shares every code path with float32 but the dtype: fewer dim sets.
+    for dims in DIMS if dtype == F32 else [None, (-1, 1)]:
+        for keepdim in (False, True):
+            compare(lambda t: FLOAT_OPS[name](t, dims, keepdim), x)
+
+
+@pytest.mark.parametrize("dtype", [I64, I32, BOOL])
+@pytest.mark.parametrize("name", sorted(INT_OPS))
+def test_int_ops(name, dtype):
+    x = make((4, 5, 6), dtype)
+    for dims in DIMS:
+        compare(lambda t: INT_OPS[name](t, dims, True), x)
+
+
+@pytest.mark.parametrize("dtype", [F32, F64, I64, I32, BOOL])
+def test_max_min_dim_and_arg(dtype):
+    x = make((5, 6, 7), dtype)
+    for dim in (0, 1, -1):
+        for keepdim in (False, True):
+            compare(lambda t: t.max(dim, keepdim=keepdim), x)
+            compare(lambda t: t.min(dim, keepdim=keepdim), x)
+            if dtype != BOOL:
+                compare(lambda t: t.argmax(dim, keepdim=keepdim), x)
+                compare(lambda t: t.argmin(dim, keepdim=keepdim), x)
+    compare(lambda t: (t.max(), t.min()), x)
+    if dtype != BOOL:
+        compare(lambda t: (t.argmax(), t.argmin(), t.argmax(keepdim=True)), x)
+        compare(lambda t: (t.transpose(0, 2).argmax(), t[:, ::2].argmin()), x)
+
+
+@pytest.mark.parametrize("dtype", [F32, I64, BOOL])
+def test_prod(dtype):
+    x = make((4, 5, 3), dtype) if dtype != F32 else torch.rand(4, 5, 3) + 0.5
+    compare(lambda t: (t.prod(), t.prod(1), t.prod(-1, keepdim=True), t.prod(0, dtype=F64)), x)
+
+
+def test_sum_dtypes_and_accumulation():
+    compare(lambda t: (t.sum(), t.sum(1, dtype=F64), t.sum(dtype=I32)), make((6, 7), I32))
+    compare(lambda t: (t.sum(), t.sum(0)), make((6, 7), BOOL))
+    compare(lambda t: (t.sum(1, dtype=F64), t.mean(0, dtype=F64)), make((6, 70), F32), rtol=1e-12, atol=1e-12)
+    for dtype in (torch.bfloat16, torch.float16):
+        x = torch.rand(300, 40).to(dtype)
+        compare(lambda t: (t.sum(), t.sum(0), t.mean(1), t.amax(1)), x)
+
+
+# ---- layouts, sizes, edge cases ----
+
+def test_non_contiguous():
+    x = make((8, 9, 10), F32)
+    views = [
+        lambda t: t.transpose(0, 2),
+        lambda t: t[:, ::2, 1::3],
+        lambda t: t.permute(1, 2, 0)[2:],
+        lambda t: t[1].t(),
+        lambda t: t.expand(3, 8, 9, 10),
+    ]
+    for view in views:
+        for dims in (None, 0, -1, (0, 1), (0, -1)):
+            compare(lambda t: view(t).sum(dims) if dims is not None else view(t).sum(), x)
+            compare(lambda t: view(t).amax(dims if dims is not None else ()), x)
+            compare(lambda t: torch.var(view(t), dims), x)
+        compare(lambda t: (view(t).argmax(), view(t).argmax(-1), view(t).max(0)), x)
+        compare(lambda t: (view(t).cumsum(0), view(t).cumprod(-1)), x)
+
+
+def test_zero_dim():
+    x = torch.tensor(2.5)
+    compare(lambda t: (t.sum(), t.sum(0), t.mean(), t.amax(), t.max(), t.argmax(), t.argmax(0), t.prod(),
+                       torch.linalg.vector_norm(t), t.cumsum(0), t.max(0), t.logsumexp(0)), x)
+    compare(lambda t: (t.sum(), t.any(), t.all()), torch.tensor(3))
+
+
+def test_empty():
+    x = torch.empty(0, 4)
+    compare(lambda t: (t.sum(), t.sum(0), t.prod(), t.prod(0), t.mean(), t.mean(0), t.any(), t.all(0),
+                       torch.linalg.vector_norm(t), t.logsumexp(0), t.sum(1), t.amax(1), t.argmax(1),
+                       t.cumsum(0), t.var(0)), x)
+    for fn in (lambda t: t.amax(), lambda t: t.amax(0), lambda t: t.max(), lambda t: t.max(0), lambda t: t.argmax(),
+               lambda t: t.argmin(0), lambda t: t.min(), lambda t: torch.linalg.vector_norm(t, math.inf)):
+        with pytest.raises(Exception) as want:
+            fn(x)
+        with native(), pytest.raises(type(want.value)):
+            fn(x.to(DEV))
+
+
+def test_large():
+    x = torch.rand(1_000_000, dtype=F32)
+    want = x.sum()
+    with native():
+        got = x.to(DEV).sum().cpu()
+    assert abs(got.item() - want.item()) <= 1e-5 * abs(want.item())
+    y = torch.randn(1000, 1000)
+    compare(lambda t: (t.sum(0), t.sum(1), t.mean(), t.amax(0), t.argmax(), t.norm(), t.var()), y, rtol=1e-4,
+            atol=1e-4)
+    compare(lambda t: t.cumsum(0), torch.rand(100_000), rtol=1e-5, atol=1e-3)
+    z = torch.rand(3, 300_000)
+    compare(lambda t: (t.sum(1), t.max(1), t.std(1), t.sum(0)), z, rtol=1e-4, atol=1e-4)
+
+
+def test_nan_and_ties():
+    x = torch.tensor([[1.0, float("nan"), 3.0, float("nan")], [2.0, 5.0, 5.0, -1.0], [0.0, 0.0, 0.0, 0.0]])
+    compare(lambda t: (t.amax(1), t.amin(1), t.max(1), t.min(1), t.argmax(1), t.argmin(1), t.max(), t.argmax(),
+                       t.sum(1)), x)
+    ties = torch.zeros(3, 1000)
+    ties[:, 500:] = 1
+    compare(lambda t: (t.argmax(1), t.argmin(1), t.max(1), t.argmax()), ties)
+    inf = torch.tensor([[float("inf"), 1.0], [-float("inf"), -float("inf")]])
+    compare(lambda t: (t.logsumexp(1), t.amax(1), t.norm(dim=1)), inf)
+
+
+def test_out_and_inplace_forms():
+    x = make((6, 7), F32)
+    with native():
+        d = x.to(DEV)
+        out = torch.empty(0, device=DEV)
+        torch.sum(d, 1, out=out)
+        assert_same(out, x.sum(1))
+        torch.mean(d, 0, keepdim=True, out=out)
+        assert_same(out, x.mean(0, keepdim=True))
+        strided = torch.empty(7, 2, device=DEV)[:, 0]
+        torch.amax(d, 0, out=strided)
+        assert_same(strided, x.amax(0))
+        values, indices = torch.empty(0, device=DEV), torch.empty(0, dtype=I64, device=DEV)
+        torch.max(d, 1, out=(values, indices))
+        assert_same((values, indices), x.max(1))
+        torch.argmin(d, 0, out=indices)
+        assert_same(indices, x.argmin(0))
+        torch.var(d, 1, out=out)
+        assert_same(out, x.var(1))
+        torch.linalg.vector_norm(d, 3, 1, out=out)
+        assert_same(out, torch.linalg.vector_norm(x, 3, 1))
+        torch.logsumexp(d, 1, out=out)
+        assert_same(out, x.logsumexp(1))
+        torch.cumsum(d, 1, out=out)
+        assert_same(out, x.cumsum(1))
+        b = torch.empty(0, dtype=BOOL, device=DEV)
+        torch.any(d > 0, 1, out=b)
+        assert_same(b, (x > 0).any(1))
+        e = d.clone()
+        e.cumsum_(0)
+        assert_same(e, x.cumsum(0))
+        e = d.clone()
+        e.cumprod_(1)
+        assert_same(e, x.cumprod(1))
+        wide = torch.empty(0, dtype=F64, device=DEV)
+        torch.sum(d, 1, out=wide)  # the out dtype is the result dtype, as on CPU
+        assert_same(wide, torch.sum(x, 1, out=torch.empty(0, dtype=F64)))
+
+
+def test_norm_functions():
+    x = make((5, 8), F32)
+    compare(lambda t: (t.norm(), t.norm(1), t.norm(p=3, dim=1), t.norm(dim=0, keepdim=True), t.norm(float("inf")),
+                       torch.norm(t, 2, dim=(0, 1)), torch.norm(t, dim=1, dtype=F64)), x)
+
+
+def test_scans():
+    for dtype in (F32, F64, I64, I32, BOOL):
+        x = make((4, 5, 6), dtype)
+        compare(lambda t: (t.cumsum(0), t.cumsum(-1), t.cumsum(1, dtype=F64)), x)
+        if dtype != BOOL:
+            compare(lambda t: t.cumprod(2), x if dtype.is_floating_point else x.clamp(-2, 2))
+
+
+def test_errors():
+    x = make((3, 4), I64)
+    for fn in (lambda t: t.mean(), lambda t: t.var(), lambda t: t.sum(5), lambda t: t.amax((0, 0))):
+        with pytest.raises(Exception) as want:
+            fn(x)
+        with native(), pytest.raises(type(want.value)):
+            fn(x.to(DEV))
+
+
+# ---- random shapes and dim sets ----
+
+@settings(max_examples=25, deadline=None)
+@given(shape=st.lists(st.integers(0, 6), min_size=1, max_size=4), data=st.data())
+def test_random_reductions(shape, data):
+    ndim = len(shape)
+    dims = data.draw(st.lists(st.integers(-ndim, ndim - 1), min_size=1, max_size=ndim, unique_by=lambda d: d % ndim))
+    keepdim = data.draw(st.booleans())
+    transpose = data.draw(st.booleans()) and ndim >= 2
+    x = make(shape, F32, seed=len(shape))
+    prep = (lambda t: t.transpose(0, -1)) if transpose else (lambda t: t)
+    compare(lambda t: (prep(t).sum(dims, keepdim=keepdim), prep(t).mean(dims, keepdim=keepdim),
+                       torch.var(prep(t), dims, keepdim=keepdim), torch.linalg.vector_norm(prep(t), dim=dims, keepdim=keepdim)), x)
+    if x.numel() > 0:
+        compare(lambda t: (prep(t).amax(dims, keepdim=keepdim), prep(t).argmax(dims[0], keepdim=keepdim)), x)
+
+
+# ---- gradients through our kernels ----
+
+GRAD_FNS = {
+    "sum": lambda t: t.sum(1).pow(2).sum(),
+    "mean": lambda t: (t.mean((0, 1)) * 3).sum(),
+    "amax": lambda t: t.amax(1).sum(),
+    "var": lambda t: t.var(0).sum(),
+    "norm": lambda t: t.norm(dim=1).sum() + torch.linalg.vector_norm(t),
+    "logsumexp": lambda t: t.logsumexp(1).sum(),
+    "cumsum": lambda t: (t.cumsum(1) * torch.arange(5.0, device=t.device)).sum(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GRAD_FNS))
+def test_gradients(name):
+    x = make((4, 5), F32, seed=3)
+    xc = x.clone().requires_grad_()
+    GRAD_FNS[name](xc).backward()
+    xd = x.to(DEV).requires_grad_()
+    GRAD_FNS[name](xd).backward()
+    torch.testing.assert_close(xd.grad.cpu(), xc.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_clip_grad_norm_reductions_are_native():
+    # clip_grad_norm_ also stacks and multiplies (other operators, maybe served by the fallback):
+    # what must not reach the fallback are its norms.
+    ps = [torch.nn.Parameter(make((10, 10), F32, seed=s).to(DEV)) for s in range(3)]
+    for k, p in enumerate(ps):
+        p.grad = make((10, 10), F32, seed=10 + k).to(DEV)
+    want = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad.cpu()) for p in ps]))
+    old = torch.opencl.fallback_mode()
+    torch.opencl.set_fallback_mode("silent")
+    try:
+        torch.opencl.reset_fallback_stats()
+        total = torch.nn.utils.clip_grad_norm_(ps, max_norm=1e9, foreach=False)
+        served = torch.opencl.fallback_stats()
+    finally:
+        torch.opencl.set_fallback_mode(old)
+    torch.testing.assert_close(total.cpu(), want)
+    assert not [op for op in served if "norm" in op or "sum" in op], served
