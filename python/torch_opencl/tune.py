@@ -146,10 +146,11 @@ def tune(device=0, bits=32, n=512, max_seconds=600.0, max_candidates=None, seed=
                 bar.set_postfix(best=f"{best['gflops']:.1f} GFLOP/s")
         if best is None:
             raise RuntimeError(f"no candidate passed within {max_seconds} s (each new one compiles first); nothing saved")
-        # From which size the tuned indirect kernel beats the direct one.
-        switch = NEVER_INDIRECT
+        # From which size the tuned indirect kernel beats the direct one (unmeasured when out of time:
+        # or when the direct kernel wins at every size tried: then the built-in or CLBlast's own value stays).
+        switch = None
         for size in switch_sizes:
-            if time.monotonic() - start > max_seconds and switch != NEVER_INDIRECT:
+            if time.monotonic() - start > max_seconds:
                 break
             timing = {}
             for label, value in (("indirect", 1), ("direct", NEVER_INDIRECT)):
@@ -162,7 +163,9 @@ def tune(device=0, bits=32, n=512, max_seconds=600.0, max_candidates=None, seed=
                 break
     finally:
         pool.close()
-    chosen = {"Xgemm": best["params"], "GemmRoutine": {"XGEMM_MIN_INDIRECT_SIZE": switch}}
+    chosen = {"Xgemm": best["params"]}
+    if switch is not None:
+        chosen["GemmRoutine"] = {"XGEMM_MIN_INDIRECT_SIZE": switch}
     props = _C._device_properties(device)
     if save:
         saved = {}
