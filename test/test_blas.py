@@ -195,7 +195,12 @@ def test_large_gemm_uses_tuned_kernel():
     # n = 256 reaches CLBlast's indirect Xgemm kernel (with the built-in parameters on PoCL).
     a, b = rnd(256, 256), rnd(256, 256, seed=1)
     with native_only():
-        close(torch.mm(a.to(DEV), transposed(b)), a @ b)
+        out = torch.full((256, 256), float("nan"), device=DEV)
+        torch.mm(a.to(DEV), transposed(b), out=out)  # beta = 0 ignores the NaNs
+        close(out, a @ b)
+        out = torch.full((2, 256, 256), float("nan"), device=DEV)
+        torch.bmm(torch.stack([a, b]).to(DEV), torch.stack([b, a]).to(DEV), out=out)
+        close(out, torch.stack([a @ b, b @ a]))
 
 
 def test_other_dtypes_run_on_cpu_and_are_counted():
