@@ -88,6 +88,9 @@ Matrix matrix_of(const at::Tensor& t) {
   return m;
 }
 
+// Per-matrix m * n * k from which batches run as separate Gemm calls (see run_gemm).
+constexpr int64_t kBatchedDirectLimit = 64 * 64 * 64;
+
 Transpose flag(bool trans) { return trans ? Transpose::kYes : Transpose::kNo; }
 
 void check_operands(const char* op, std::initializer_list<const at::Tensor*> ts) {
@@ -130,34 +133,37 @@ void run_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, dou
     target = beta == 0 ? at::empty(c.sizes(), c.options()) : c.contiguous();
     ldc = n;
   }
-  // CLBlast's GEMM kernels honour beta == 0 (C's NaNs do not propagate: test_blas checks), so no fill.
+  // beta == 0 ignores C's old values (NaN included) in CLBlast's Gemm and batched direct kernels (test_blas checks).
   const auto cb = buffer_arg(target);
   // Batch strides of what CLBlast reads (a contiguous copy has its own); 0 for an expanded batch.
   const size_t cs = d == 3 ? static_cast<size_t>(target.stride(0)) : 0;
   const size_t a_stride = d == 3 ? static_cast<size_t>(A.t.stride(0)) : 0;
   const size_t b_stride = d == 3 ? static_cast<size_t>(B.t.stride(0)) : 0;
-  StatusCode s;
   const T al = static_cast<T>(alpha), be = static_cast<T>(beta);
-  if (!c_trans) {
-    if (d == 2) {
-      s = clblast::Gemm<T>(Layout::kRowMajor, flag(A.trans), flag(B.trans), m, n, k, al, A.buf.buffer, A.buf.offset,
-                           A.ld, B.buf.buffer, B.buf.offset, B.ld, be, cb.buffer, cb.offset, ldc, &queue, nullptr);
-    } else {
-      s = clblast::GemmStridedBatched<T>(Layout::kRowMajor, flag(A.trans), flag(B.trans), m, n, k, al, A.buf.buffer,
-                                         A.buf.offset, A.ld, a_stride, B.buf.buffer, B.buf.offset, B.ld, b_stride,
-                                         be, cb.buffer, cb.offset, ldc, cs, batch, &queue, nullptr);
+  // A column-major C is computed as the row-major C^T = B^T A^T.
+  const Matrix& X = c_trans ? B : A;
+  const Matrix& Y = c_trans ? A : B;
+  const size_t x_stride = c_trans ? b_stride : a_stride, y_stride = c_trans ? a_stride : b_stride;
+  const Transpose tx = flag(X.trans != c_trans), ty = flag(Y.trans != c_trans);
+  const size_t rows = c_trans ? n : m, cols = c_trans ? m : n;
+  // CLBlast 1.5.3's strided-batched indirect kernel gave wrong results (tuned parameters, n = 256), so
+  // batches big enough for the indirect kernel run as one Gemm per matrix; small ones stay batched (direct).
+  const bool per_matrix = d == 3 && m * n * k >= kBatchedDirectLimit;
+  if (d == 2 || per_matrix) {
+    for (int64_t i = 0; i < batch; ++i) {
+      const StatusCode s = clblast::Gemm<T>(Layout::kRowMajor, tx, ty, rows, cols, k, al, X.buf.buffer,
+                                            X.buf.offset + i * x_stride, X.ld, Y.buf.buffer,
+                                            Y.buf.offset + i * y_stride, Y.ld, be, cb.buffer, cb.offset + i * cs, ldc,
+                                            &queue, nullptr);
+      check(s, "Gemm");
     }
   } else {
-    if (d == 2) {
-      s = clblast::Gemm<T>(Layout::kRowMajor, flag(!B.trans), flag(!A.trans), n, m, k, al, B.buf.buffer, B.buf.offset,
-                           B.ld, A.buf.buffer, A.buf.offset, A.ld, be, cb.buffer, cb.offset, ldc, &queue, nullptr);
-    } else {
-      s = clblast::GemmStridedBatched<T>(Layout::kRowMajor, flag(!B.trans), flag(!A.trans), n, m, k, al,
-                                         B.buf.buffer, B.buf.offset, B.ld, b_stride, A.buf.buffer, A.buf.offset, A.ld,
-                                         a_stride, be, cb.buffer, cb.offset, ldc, cs, batch, &queue, nullptr);
-    }
+    const StatusCode s = clblast::GemmStridedBatched<T>(Layout::kRowMajor, tx, ty, rows, cols, k, al, X.buf.buffer,
+                                                        X.buf.offset, X.ld, x_stride, Y.buf.buffer, Y.buf.offset, Y.ld,
+                                                        y_stride, be, cb.buffer, cb.offset, ldc, cs, batch, &queue,
+                                                        nullptr);
+    check(s, "GemmStridedBatched");
   }
-  check(s, d == 2 ? "Gemm" : "GemmStridedBatched");
   if (!target.is_same(c)) c.copy_(target);
 }
 

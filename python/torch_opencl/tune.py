@@ -1,0 +1,221 @@
+"""Tunes CLBlast's GEMM for this OpenCL device and saves the best parameters.
+
+    python -m torch_opencl.tune [--max-seconds 600] [--size 512] [--precision 32]
+
+Each candidate parameter set for CLBlast's ``Xgemm`` kernel runs through the real
+GEMM call on the device, is checked against a CPU reference, and is timed; then
+the size from which the tuned (indirect) kernel beats CLBlast's direct one is
+chosen (``XGEMM_MIN_INDIRECT_SIZE``). The best set is kept per device and driver
+as JSON in the cache directory (``TORCH_OPENCL_CACHE_DIR``, default
+``~/.cache/torch_opencl``), and the backend applies it at start, over the
+built-in defaults. Candidates run in a worker process, so a set that crashes
+CLBlast only costs that worker: it is marked failed and a new worker goes on.
+``--reset`` removes the saved file.
+"""
+import argparse
+import itertools
+import json
+import os
+import random
+import select
+import subprocess
+import sys
+import time
+
+XGEMM_KEYS = ("GEMMK", "KREG", "KWG", "KWI", "MDIMA", "MDIMC", "MWG", "NDIMB", "NDIMC", "NWG",
+              "SA", "SB", "STRM", "STRN", "VWM", "VWN")
+NEVER_INDIRECT = 1 << 30
+
+
+def candidate_space():
+    """Xgemm sets within the kernel's constraints; GEMMK=0/KREG=1 only (the notes' crash was GEMMK=1)."""
+    out = []
+    for mwg, nwg, kwg, mdimc, ndimc, vwm, vwn, kwi, sa, sb in itertools.product(
+            (32, 64, 128), (32, 64, 128), (32, 64, 128), (8, 16), (8, 16), (2, 4, 8), (2, 4, 8), (2, 8, 16),
+            (0, 1), (0, 1)):
+        mdima, ndimb = mdimc, ndimc
+        if mwg % (mdimc * vwm) or nwg % (ndimc * vwn) or kwg % kwi:
+            continue
+        if kwg % ((mdimc * ndimc) // mdima) or kwg % ((mdimc * ndimc) // ndimb):
+            continue
+        out.append(dict(GEMMK=0, KREG=1, KWG=kwg, KWI=kwi, MDIMA=mdima, MDIMC=mdimc, MWG=mwg, NDIMB=ndimb,
+                        NDIMC=ndimc, NWG=nwg, SA=sa, SB=sb, STRM=0, STRN=0, VWM=vwm, VWN=vwn))
+    return out
+
+
+# --- worker: runs in its own process, one JSON request per line on stdin.
+
+def _measure(torch, n, dtype, reps):
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(n, n, generator=g, dtype=dtype)
+    b = torch.randn(n, n, generator=g, dtype=dtype)
+    ref = (a.double() @ b.double())
+    da, db = a.to("opencl"), b.to("opencl")
+    c = torch.mm(da, db)  # compiles
+    err = ((c.cpu().double() - ref).abs().max() / ref.abs().max()).item()
+    times = []
+    for _ in range(reps):
+        torch.opencl.synchronize()
+        t = time.perf_counter()
+        torch.mm(da, db)
+        torch.opencl.synchronize()
+        times.append(time.perf_counter() - t)
+    times.sort()
+    return 2 * n ** 3 / times[len(times) // 2] / 1e9, err
+
+
+def worker():
+    import torch
+    import torch_opencl  # noqa: F401
+    from torch_opencl import _C
+    for line in sys.stdin:
+        req = json.loads(line)
+        dtype = torch.float32 if req["bits"] == 32 else torch.float64
+        try:
+            for kernel, params in req["sets"].items():
+                _C._gemm_override(req["device"], kernel, req["bits"], {k: int(v) for k, v in params.items()})
+            gflops, err = _measure(torch, req["n"], dtype, req["reps"])
+            reply = {"gflops": gflops, "error": err}
+        except Exception as e:  # a refused set or a failed build: reported, the worker goes on
+            reply = {"failed": str(e).splitlines()[0][:200]}
+        print(json.dumps(reply), flush=True)
+
+
+class Pool:
+    """One worker process; restarted when a candidate takes it down."""
+
+    def __init__(self, device):
+        self.device, self.proc = device, None
+
+    def run(self, request, timeout):
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = subprocess.Popen([sys.executable, "-m", "torch_opencl.tune", "--worker"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        request = dict(request, device=self.device)
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        line = self.proc.stdout.readline() if ready else ""
+        if not line:
+            self.close()
+            return {"failed": "crashed or timed out"}
+        return json.loads(line)
+
+    def close(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+
+def tune(device=0, bits=32, n=512, max_seconds=600.0, max_candidates=None, seed=0, tolerance=None, progress=True,
+         save=True, switch_sizes=(64, 128, 256, 512, 1024)):
+    import torch
+    import torch_opencl  # noqa: F401
+    from torch_opencl import _C
+    path = _C._gemm_tuning_path(device)
+    if save and not path:
+        raise RuntimeError("the cache is disabled (TORCH_OPENCL_CACHE=0): nowhere to save tuned parameters")
+    tolerance = tolerance or (1e-4 if bits == 32 else 1e-10)
+    start = time.monotonic()
+    builtin = _C._gemm_builtin_parameters(device, bits)
+    candidates = candidate_space()
+    random.Random(seed).shuffle(candidates)
+    if "Xgemm" in builtin:
+        candidates.insert(0, dict(builtin["Xgemm"]))
+    if max_candidates is not None:
+        candidates = candidates[:max_candidates]
+    pool = Pool(device)
+    best, results = None, []
+    try:
+        from tqdm import tqdm
+        bar = tqdm(candidates, desc=f"Xgemm {bits}-bit n={n}", disable=not progress)
+        for params in bar:
+            left = max_seconds - (time.monotonic() - start)
+            if left <= 0:
+                break
+            # The indirect (Xgemm) kernel for every size while its parameters are measured.
+            r = pool.run({"bits": bits, "n": n, "reps": 3,
+                          "sets": {"Xgemm": params, "GemmRoutine": {"XGEMM_MIN_INDIRECT_SIZE": 1}}},
+                         timeout=max(left, 1))
+            ok = "gflops" in r and r["error"] <= tolerance
+            results.append({"params": params, **r, "ok": ok})
+            if ok and (best is None or r["gflops"] > best["gflops"]):
+                best = {"params": params, "gflops": r["gflops"]}
+            if best:
+                bar.set_postfix(best=f"{best['gflops']:.1f} GFLOP/s")
+        if best is None:
+            raise RuntimeError(f"no candidate passed within {max_seconds} s (each new one compiles first); nothing saved")
+        # From which size the tuned indirect kernel beats the direct one (unmeasured when out of time:
+        # or when the direct kernel wins at every size tried: then the built-in or CLBlast's own value stays).
+        switch = None
+        for size in switch_sizes:
+            if time.monotonic() - start > max_seconds:
+                break
+            timing = {}
+            for label, value in (("indirect", 1), ("direct", NEVER_INDIRECT)):
+                r = pool.run({"bits": bits, "n": size, "reps": 5,
+                              "sets": {"Xgemm": best["params"], "GemmRoutine": {"XGEMM_MIN_INDIRECT_SIZE": value}}},
+                             timeout=300)
+                timing[label] = r.get("gflops", 0.0)
+            if timing["indirect"] >= timing["direct"]:
+                switch = size
+                break
+    finally:
+        pool.close()
+    chosen = {"Xgemm": best["params"]}
+    if switch is not None:
+        chosen["GemmRoutine"] = {"XGEMM_MIN_INDIRECT_SIZE": switch}
+    props = _C._device_properties(device)
+    if save:
+        saved = {}
+        if os.path.exists(path):
+            try:
+                with open(path) as f:
+                    saved = json.load(f)
+            except ValueError:
+                saved = {}
+        saved.update(device=props["name"], platform=props["platform"], driver=props["driver_version"],
+                     clblast=_C._clblast_version())
+        saved.setdefault("parameters", {})[str(bits)] = chosen
+        saved.setdefault("gflops", {})[str(bits)] = {"n": n, "best": best["gflops"]}
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(saved, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    return {"path": path, "parameters": chosen, "gflops": best["gflops"], "results": results}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m torch_opencl.tune", description=__doc__.split("\n\n")[0])
+    p.add_argument("--device", type=int, default=0)
+    p.add_argument("--precision", type=int, choices=(32, 64), default=32)
+    p.add_argument("--size", type=int, default=512, help="matrix size the candidates are timed at")
+    p.add_argument("--max-seconds", type=float, default=600.0, help="time budget for the candidate search")
+    p.add_argument("--max-candidates", type=int, default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--reset", action="store_true", help="remove the saved parameters and exit")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.worker:
+        return worker()
+    from torch_opencl import _C
+    if args.reset:
+        path = _C._gemm_tuning_path(args.device)
+        if path and os.path.exists(path):
+            os.remove(path)
+            print(f"removed {path}")
+        else:
+            print("no saved parameters")
+        return
+    r = tune(args.device, args.precision, args.size, args.max_seconds, args.max_candidates, args.seed)
+    failed = sum(1 for x in r["results"] if not x["ok"])
+    print(f"best {r['gflops']:.1f} GFLOP/s at n={args.size} over {len(r['results'])} candidates "
+          f"({failed} failed or inaccurate)")
+    print(json.dumps(r["parameters"], sort_keys=True))
+    print(f"saved to {r['path']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,265 @@
+"""BLAS through CLBlast (mm, addmm, bmm, baddbmm, mv/addmv, dot, matmul, Linear) against CPU:
+transposed, strided, offset and expanded operands, 0-size, alpha/beta, out= and in-place,
+float32/float64, gradients, and the ops are native (fallback mode "error").
+
+Shapes stay below 256 except one, so CLBlast's direct kernels serve them; the n=256 test
+exercises the indirect kernel with the built-in tuned parameters. Each CLBlast routine
+and precision compiles once (several seconds cold on PoCL)."""
+import contextlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import torch_opencl  # noqa: F401
+
+DEV = "opencl"
+HAS_FP64 = torch.opencl.get_device_properties(0).fp64
+DTYPES = [torch.float32] + ([torch.float64] if HAS_FP64 else [])
+
+
+@contextlib.contextmanager
+def native_only():
+    previous = torch.opencl.fallback_mode()
+    torch.opencl.set_fallback_mode("error")
+    try:
+        yield
+    finally:
+        torch.opencl.set_fallback_mode(previous)
+
+
+def rnd(*shape, dtype=torch.float32, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+def close(actual, expected, dtype=torch.float32):
+    tol = 1e-4 if dtype == torch.float32 else 1e-10
+    torch.testing.assert_close(actual.cpu(), expected, rtol=tol, atol=tol)
+
+
+# Operand forms: (name, make(cpu tensor of the logical shape) -> opencl tensor with that value).
+def contiguous(t):
+    return t.to(DEV)
+
+
+def transposed(t):  # column-major storage
+    return t.t().contiguous().to(DEV).t()
+
+
+def sliced(t):  # row stride larger than the width, and a storage offset
+    big = torch.zeros(t.shape[0] + 2, t.shape[1] + 3, dtype=t.dtype)
+    big[1:-1, 2:-1] = t
+    return big.to(DEV)[1:-1, 2:-1]
+
+
+def strided(t):  # neither row- nor column-major with unit stride: CLBlast needs a copy
+    big = torch.zeros(t.shape[0], 2 * t.shape[1], dtype=t.dtype)
+    big[:, ::2] = t
+    return big.to(DEV)[:, ::2]
+
+
+FORMS = [contiguous, transposed, sliced, strided]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("fa", FORMS)
+@pytest.mark.parametrize("fb", [contiguous, transposed, sliced])
+def test_mm_layouts(dtype, fa, fb):
+    a, b = rnd(13, 7, dtype=dtype), rnd(7, 9, dtype=dtype, seed=1)
+    with native_only():
+        out = torch.mm(fa(a), fb(b))
+    close(out, a @ b, dtype)
+
+
+@pytest.mark.parametrize("form", [transposed, sliced, strided])
+def test_mm_out_layouts_and_nan(form):
+    # out= of any layout; beta = 0 ignores the NaNs already in out.
+    a, b = rnd(13, 7), rnd(7, 9, seed=1)
+    out = form(torch.full((13, 9), float("nan")))
+    with native_only():
+        r = torch.mm(a.to(DEV), b.to(DEV), out=out)
+    assert r is out
+    close(out, a @ b)
+
+
+def test_mm_out_resizes():
+    a, b = rnd(5, 4), rnd(4, 3, seed=1)
+    out = torch.empty(0, device=DEV)
+    with native_only():
+        torch.mm(a.to(DEV), b.to(DEV), out=out)
+    assert out.shape == (5, 3)
+    close(out, a @ b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, -2.0), (0, 3.0)])
+def test_addmm(dtype, beta, alpha):
+    a, b, c = rnd(6, 5, dtype=dtype), rnd(5, 4, dtype=dtype, seed=1), rnd(4, dtype=dtype, seed=2)
+    if beta == 0:
+        c = torch.full((6, 4), float("nan"), dtype=dtype)  # ignored when beta == 0, as on CPU
+    expected = torch.addmm(c, a, b, beta=beta, alpha=alpha)
+    with native_only():
+        close(torch.addmm(c.to(DEV), a.to(DEV), b.to(DEV), beta=beta, alpha=alpha), expected, dtype)
+        self_full = c.expand(6, 4).contiguous()
+        inplace = self_full.to(DEV)
+        inplace.addmm_(transposed(a), b.to(DEV), beta=beta, alpha=alpha)
+        close(inplace, expected, dtype)
+        out = torch.empty(6, 4, dtype=dtype, device=DEV)
+        torch.addmm(c.to(DEV), a.to(DEV), b.to(DEV), beta=beta, alpha=alpha, out=out)
+        close(out, expected, dtype)
+
+
+def test_zero_sizes():
+    with native_only():
+        # k == 0: the result is beta * self (zeros for mm)
+        close(torch.mm(torch.empty(3, 0, device=DEV), torch.empty(0, 4, device=DEV)), torch.zeros(3, 4))
+        c = rnd(3, 4)
+        close(torch.addmm(c.to(DEV), torch.empty(3, 0, device=DEV), torch.empty(0, 4, device=DEV), beta=2),
+              2 * c)
+        assert torch.mm(torch.empty(0, 5, device=DEV), rnd(5, 4).to(DEV)).shape == (0, 4)
+        assert torch.bmm(torch.empty(0, 2, 5, device=DEV), torch.empty(0, 5, 4, device=DEV)).shape == (0, 2, 4)
+        close(torch.bmm(torch.empty(2, 3, 0, device=DEV), torch.empty(2, 0, 4, device=DEV)), torch.zeros(2, 3, 4))
+        close(torch.mv(torch.empty(3, 0, device=DEV), torch.empty(0, device=DEV)), torch.zeros(3))
+        close(torch.dot(torch.empty(0, device=DEV), torch.empty(0, device=DEV)), torch.tensor(0.0))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_bmm_and_baddbmm(dtype):
+    a, b = rnd(3, 5, 7, dtype=dtype), rnd(3, 7, 4, dtype=dtype, seed=1)
+    c = rnd(3, 5, 4, dtype=dtype, seed=2)
+    with native_only():
+        close(torch.bmm(a.to(DEV), b.to(DEV)), a @ b, dtype)
+        # transposed matrices inside the batch, and an expanded (batch stride 0) operand
+        at_ = a.transpose(1, 2).contiguous().to(DEV).transpose(1, 2)
+        b0 = b[:1].to(DEV).expand(3, 7, 4)
+        close(torch.bmm(at_, b0), a @ b[:1].expand(3, 7, 4), dtype)
+        # a column-major output
+        out = torch.empty(3, 4, 5, dtype=dtype, device=DEV).transpose(1, 2)
+        torch.bmm(a.to(DEV), b.to(DEV), out=out)
+        close(out, a @ b, dtype)
+        close(torch.baddbmm(c.to(DEV), a.to(DEV), b.to(DEV), beta=0.5, alpha=2), torch.baddbmm(c, a, b, beta=0.5,
+                                                                                                alpha=2), dtype)
+        inplace = c.to(DEV)
+        inplace.baddbmm_(a.to(DEV), b.to(DEV))
+        close(inplace, torch.baddbmm(c, a, b), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_mv_addmv_dot(dtype):
+    a, x, y = rnd(6, 5, dtype=dtype), rnd(5, dtype=dtype, seed=1), rnd(6, dtype=dtype, seed=2)
+    with native_only():
+        close(torch.mv(a.to(DEV), x.to(DEV)), a @ x, dtype)
+        close(torch.mv(transposed(a), x.to(DEV)[::1]), a @ x, dtype)
+        xs = torch.zeros(10, dtype=dtype)
+        xs[::2] = x
+        close(torch.mv(a.to(DEV), xs.to(DEV)[::2]), a @ x, dtype)  # increment 2
+        close(torch.addmv(y.to(DEV), a.to(DEV), x.to(DEV), beta=0.5, alpha=2), torch.addmv(y, a, x, beta=0.5,
+                                                                                            alpha=2), dtype)
+        out = torch.full((6,), float("nan"), dtype=dtype, device=DEV)
+        torch.mv(a.to(DEV), x.to(DEV), out=out)  # NaNs in out are ignored
+        close(out, a @ x, dtype)
+        close(torch.dot(x.to(DEV), x.to(DEV)), x @ x, dtype)
+        close(torch.dot(xs.to(DEV)[::2], x.to(DEV)), x @ x, dtype)
+        close(torch.dot(x.to(DEV), torch.ones(1, dtype=dtype, device=DEV).expand(5)), x.sum(), dtype)
+        r = torch.empty((), dtype=dtype, device=DEV)
+        torch.dot(x.to(DEV), x.to(DEV), out=r)
+        close(r, x @ x, dtype)
+
+
+def test_matmul_and_linear_gradients():
+    torch.manual_seed(0)
+    x = rnd(4, 3, 8)
+    lin = torch.nn.Linear(8, 5).double().float()
+    lin_d = torch.nn.Linear(8, 5).to(DEV)
+    lin_d.load_state_dict(lin.state_dict())
+    xc, xd = x.clone().requires_grad_(), x.to(DEV).requires_grad_()
+    yc, yd = lin(xc[0]), lin_d(xd[0])  # 2-D input: addmm
+    g = rnd(3, 5, seed=3)
+    yc.backward(g)
+    yd.backward(g.to(DEV))
+    close(yd.detach(), yc.detach())
+    close(xd.grad, xc.grad)
+    close(lin_d.weight.grad, lin.weight.grad)
+    with native_only():
+        a, b = rnd(2, 4, 6), rnd(6, 3, seed=1)
+        close(a.to(DEV) @ b.to(DEV), a @ b)  # folded into mm
+        close(torch.matmul(a.to(DEV), rnd(2, 6, 3, seed=1).to(DEV)), a @ rnd(2, 6, 3, seed=1))
+        close(torch.matmul(a[0].to(DEV), b[:, 0].to(DEV)), a[0] @ b[:, 0])
+        close(torch.matmul(b[:, 0].to(DEV), b[:, 0].to(DEV)), b[:, 0] @ b[:, 0])
+
+
+def test_large_gemm_uses_tuned_kernel():
+    # n = 256 reaches CLBlast's indirect Xgemm kernel (with the built-in parameters on PoCL).
+    a, b = rnd(256, 256), rnd(256, 256, seed=1)
+    with native_only():
+        out = torch.full((256, 256), float("nan"), device=DEV)
+        torch.mm(a.to(DEV), transposed(b), out=out)  # beta = 0 ignores the NaNs
+        close(out, a @ b)
+        out = torch.full((2, 256, 256), float("nan"), device=DEV)
+        torch.bmm(torch.stack([a, b]).to(DEV), torch.stack([b, a]).to(DEV), out=out)
+        close(out, torch.stack([a @ b, b @ a]))
+
+
+def test_other_dtypes_run_on_cpu_and_are_counted():
+    a = torch.randint(-5, 5, (4, 3))
+    b = torch.randint(-5, 5, (3, 2))
+    torch.opencl.reset_fallback_stats()
+    previous = torch.opencl.fallback_mode()
+    torch.opencl.set_fallback_mode("silent")
+    try:
+        r = torch.mm(a.to(DEV), b.to(DEV))
+    finally:
+        torch.opencl.set_fallback_mode(previous)
+    assert r.device.type == DEV and r.dtype == torch.int64
+    assert torch.equal(r.cpu(), a @ b)
+    assert torch.opencl.fallback_stats().get("aten::mm", 0) == 1
+    with native_only(), pytest.raises(RuntimeError, match="aten::mm"):
+        torch.mm(a.to(DEV), b.to(DEV))
+
+
+def test_errors():
+    with pytest.raises(RuntimeError, match="mat1 and mat2 shapes cannot be multiplied"):
+        torch.mm(rnd(2, 3).to(DEV), rnd(4, 2).to(DEV))
+    with pytest.raises(RuntimeError, match="same dtype|expected"):
+        torch.mm(rnd(2, 3).to(DEV), rnd(3, 2, dtype=torch.float64).to(DEV))
+    with pytest.raises(RuntimeError, match="device"):
+        torch.mm(rnd(2, 3).to(DEV), rnd(3, 2))
+    with pytest.raises(RuntimeError, match="1D tensors expected"):
+        torch.dot(rnd(2, 3).to(DEV), rnd(3).to(DEV))
+
+
+def run_python(code, env_extra):
+    env = dict(os.environ, **env_extra)
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_tuner_saves_and_backend_applies(tmp_path):
+    # One candidate (the built-in set, already compiled by the tests above), one switch size:
+    # the saved file is JSON, and a new process applies it before its first GEMM.
+    env = {"TORCH_OPENCL_CACHE_DIR": str(tmp_path), "TORCH_OPENCL_FALLBACK": "silent"}
+    r = run_python("from torch_opencl import tune; "
+                   "r = tune.tune(n=64, max_candidates=1, max_seconds=300, progress=False, switch_sizes=(64,)); "
+                   "print(r['path'])", env)
+    assert r.returncode == 0, r.stderr
+    path = r.stdout.strip().splitlines()[-1]
+    with open(path) as f:
+        saved = json.load(f)
+    xgemm = saved["parameters"]["32"]["Xgemm"]
+    assert set(xgemm) >= {"KWG", "MWG", "NWG", "VWM", "VWN"}
+    assert set(saved["parameters"]["32"].get("GemmRoutine", {})) <= {"XGEMM_MIN_INDIRECT_SIZE"}
+    check = ("import torch, torch_opencl; from torch_opencl import _C; "
+             "a = torch.ones(8, 8, device='opencl'); print((a @ a).sum().item()); print(_C._gemm_tuning_source(0))")
+    r = run_python(check, env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[0] == "512.0" and r.stdout.strip().endswith("file")
+    # A broken file is ignored with a note, and GEMM still works.
+    with open(path, "w") as f:
+        f.write('{"parameters": {"32": {"Xgemm": {"KWG": 16}}}}')
+    r = run_python(check, env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[0] == "512.0" and "ignored" in r.stdout
+    r = run_python(check, dict(env, TORCH_OPENCL_GEMM_TUNING="0"))
+    assert r.stdout.strip().endswith("disabled")

@@ -1,0 +1,104 @@
+"""Convolution (1-D and 2-D, stride, padding, dilation, groups, bias) through im2col and
+CLBlast GEMM: forward and all three gradients against CPU, run natively (fallback mode
+"error"); transposed convolution stays on the counted CPU path."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_opencl  # noqa: F401
+
+DEV = "opencl"
+HAS_FP64 = torch.opencl.get_device_properties(0).fp64
+
+
+def rnd(*shape, dtype=torch.float32, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+def run_both(conv, x, w, b, **kw):
+    dtype = x.dtype
+    tol = 1e-4 if dtype == torch.float32 else 1e-10
+    xc, wc = x.clone().requires_grad_(), w.clone().requires_grad_()
+    xo, wo = x.to(DEV).requires_grad_(), w.to(DEV).requires_grad_()
+    bc = b.clone().requires_grad_() if b is not None else None
+    bo = b.to(DEV).requires_grad_() if b is not None else None
+    yc = conv(xc, wc, bc, **kw)
+    previous = torch.opencl.fallback_mode()
+    torch.opencl.set_fallback_mode("error")
+    try:
+        yo = conv(xo, wo, bo, **kw)
+        g = rnd(*yc.shape, dtype=dtype, seed=7)
+        yo.backward(g.to(DEV))
+        torch.testing.assert_close(yo.detach().cpu(), yc.detach(), rtol=tol, atol=tol)
+    finally:
+        torch.opencl.set_fallback_mode(previous)
+    yc.backward(g)
+    torch.testing.assert_close(xo.grad.cpu(), xc.grad, rtol=tol, atol=tol)
+    torch.testing.assert_close(wo.grad.cpu(), wc.grad, rtol=tol, atol=tol)
+    if b is not None:
+        torch.testing.assert_close(bo.grad.cpu(), bc.grad, rtol=tol, atol=tol)
+
+
+CASES_2D = [
+    # (N, C, H, W), (O, C/groups, KH, KW), kwargs
+    ((4, 1, 8, 8), (16, 1, 3, 3), dict(padding=1)),  # the digits CNN's first layer
+    ((2, 4, 9, 7), (6, 2, 3, 2), dict(stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2)),
+    ((3, 3, 6, 5), (4, 3, 1, 1), dict(stride=2)),
+]
+
+
+@pytest.mark.parametrize("xs,ws,kw", CASES_2D)
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv2d(xs, ws, kw, bias):
+    run_both(F.conv2d, rnd(*xs), rnd(*ws, seed=1), rnd(ws[0], seed=2) if bias else None, **kw)
+
+
+def test_conv1d():
+    run_both(F.conv1d, rnd(2, 4, 11), rnd(4, 4, 3, seed=1), rnd(4, seed=2), stride=2, padding=2, dilation=2)
+
+
+@pytest.mark.skipif(not HAS_FP64, reason="device has no float64")
+def test_conv2d_float64_depthwise():
+    d = torch.float64
+    run_both(F.conv2d, rnd(2, 4, 7, 5, dtype=d), rnd(4, 1, 3, 3, dtype=d, seed=1), rnd(4, dtype=d, seed=2),
+             padding=1, groups=4)
+
+
+def test_noncontiguous_input_and_module():
+    x = rnd(2, 5, 6, 3).permute(0, 3, 1, 2)  # channels-last-like strides
+    run_both(F.conv2d, x, rnd(4, 3, 2, 2, seed=1), None, padding=1)
+    conv = torch.nn.Conv2d(3, 2, 3)
+    conv_d = torch.nn.Conv2d(3, 2, 3).to(DEV)
+    conv_d.load_state_dict(conv.state_dict())
+    x = rnd(1, 3, 5, 5)
+    torch.testing.assert_close(conv_d(x.to(DEV)).detach().cpu(), conv(x).detach(), rtol=1e-4, atol=1e-4)
+
+
+def test_zero_batch():
+    previous = torch.opencl.fallback_mode()
+    torch.opencl.set_fallback_mode("error")
+    try:
+        y = F.conv2d(torch.empty(0, 2, 5, 5, device=DEV), rnd(3, 2, 3, 3).to(DEV))
+    finally:
+        torch.opencl.set_fallback_mode(previous)
+    assert y.shape == (0, 3, 3, 3)
+
+
+def test_transposed_runs_on_cpu_and_is_counted():
+    x, w = rnd(1, 2, 4, 4), rnd(2, 3, 3, 3, seed=1)
+    previous = torch.opencl.fallback_mode()
+    torch.opencl.set_fallback_mode("silent")
+    torch.opencl.reset_fallback_stats()
+    try:
+        y = F.conv_transpose2d(x.to(DEV), w.to(DEV), stride=2)
+    finally:
+        torch.opencl.set_fallback_mode(previous)
+    torch.testing.assert_close(y.cpu(), F.conv_transpose2d(x, w, stride=2), rtol=1e-4, atol=1e-4)
+    assert torch.opencl.fallback_stats().get("aten::convolution_overrideable", 0) == 1
+
+
+def test_errors():
+    with pytest.raises(RuntimeError, match="same device|devices"):
+        F.conv2d(rnd(1, 2, 4, 4).to(DEV), rnd(3, 2, 3, 3))
+    with pytest.raises(RuntimeError, match="expected input|channels"):
+        F.conv2d(rnd(1, 2, 4, 4).to(DEV), rnd(3, 5, 3, 3).to(DEV))
