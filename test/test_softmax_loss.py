@@ -133,3 +133,29 @@ def test_nll_loss_shape_errors_like_cpu():
     with pytest.raises(RuntimeError, match="only batches of spatial targets supported"):
         torch.ops.aten.nll_loss2d_forward(torch.zeros(2, 3, 4, 4, device=DEV),
                                           torch.zeros(2, 4, dtype=torch.long, device=DEV), None, 1, -100)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("shape", [(4, 5), (0, 3), (), (7,)])
+@pytest.mark.parametrize("loss", ["mse", "smooth_l1", "smooth_l1_beta0"])
+def test_elementwise_losses_match_cpu(dtype, reduction, shape, loss):
+    gen = torch.Generator().manual_seed(4)
+    a, b = torch.randn(shape, dtype=dtype, generator=gen), torch.randn(shape, dtype=dtype, generator=gen)
+    r = {"none": 0, "mean": 1, "sum": 2}[reduction]
+    fn = {
+        "mse": lambda x: F.mse_loss(x, b.to(x.device), reduction=reduction),
+        "smooth_l1": lambda x: F.smooth_l1_loss(x, b.to(x.device), reduction=reduction, beta=0.5),
+        # beta=0 is l1 (F.smooth_l1_loss routes it to l1_loss in Python; the aten op handles it itself)
+        "smooth_l1_beta0": lambda x: torch.ops.aten.smooth_l1_loss(x, b.to(x.device), r, 0.0),
+    }[loss]
+    check_grad(fn, [a])
+
+
+def test_elementwise_loss_broadcast_and_errors():
+    a, b = torch.randn(3, 4), torch.randn(4)
+    with native_only():
+        torch.testing.assert_close(torch.ops.aten.mse_loss(a.to(DEV), b.to(DEV), 0).cpu(),
+                                   torch.ops.aten.mse_loss(a, b, 0))
+    with pytest.raises(RuntimeError, match="negative values for beta"):
+        torch.ops.aten.smooth_l1_loss(a.to(DEV), a.to(DEV), 1, -1.0)
