@@ -122,3 +122,34 @@ def test_tril_gradient_and_errors():
     torch.testing.assert_close(xd.grad.cpu(), x.grad)
     with pytest.raises(RuntimeError, match="at least 2 dimensions"):
         torch.tril(torch.zeros(3, device=DEV))
+
+
+def test_cat_and_stack_match_cpu():
+    a, b, c = data(3, 4), data(2, 4, dtype=torch.float64, seed=1), data(4, 5, seed=2).t()
+    x = data(2, 3, 4, 4, seed=3).to(memory_format=torch.channels_last)
+    cases = [([a, b], 0), ([a, c], 0), ([a, torch.empty(0)], 0), ([a, a], 1), ([a, a], -1), ([x, x], 1),
+             ([data(0, 4), a], 0), ([torch.tensor([1, 2]), torch.tensor([3])], 0)]
+    with native_only():
+        for tensors, dim in cases:
+            torch.testing.assert_close(torch.cat([t.to(DEV) for t in tensors], dim).cpu(), torch.cat(tensors, dim))
+        for dim in (0, 1, 2):
+            torch.testing.assert_close(torch.stack([a.to(DEV), (a * 2).to(DEV)], dim).cpu(), torch.stack([a, a * 2], dim))
+        out = torch.empty(0, device=DEV)
+        ret = torch.cat([a.to(DEV), a.to(DEV)], 1, out=out)
+    assert ret is out
+    torch.testing.assert_close(out.cpu(), torch.cat([a, a], 1))
+
+
+def test_cat_gradient_and_errors_like_cpu():
+    xs = [data(2, 3, seed=s).requires_grad_() for s in range(3)]
+    xd = [t.detach().to(DEV).requires_grad_() for t in xs]
+    g = data(2, 9, seed=7)
+    torch.cat(xs, 1).backward(g)
+    with native_only():
+        torch.cat(xd, 1).backward(g.to(DEV))
+    for p, q in zip(xs, xd):
+        torch.testing.assert_close(q.grad.cpu(), p.grad)
+    with pytest.raises(RuntimeError, match="Sizes of tensors must match except in dimension 0"):
+        torch.cat([torch.zeros(3, 4, device=DEV), torch.zeros(3, 5, device=DEV)])
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        torch.cat([torch.zeros(3, 4, device=DEV)], 2)
