@@ -62,6 +62,7 @@ Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
 
 Tensor embedding_dense_backward(const Tensor& grad_output, const Tensor& indices, int64_t num_weights,
                                 int64_t padding_idx, bool scale_grad_by_freq) {
+  check_same_device({grad_output, indices});
   const c10::DeviceGuard guard(grad_output.device());
   TORCH_CHECK(indices.scalar_type() == at::kLong || indices.scalar_type() == at::kInt,
               "embedding_backward: expected indices of dtype int32 or int64, got ", indices.scalar_type());
@@ -123,7 +124,16 @@ TRIANGLE_OPS(triu, false)
 // ---- cat (structured: ATen's meta checks shapes, promotes dtypes and picks the memory format) ----
 
 // Each input is copied into its slice of the output by the native strided copy (which converts dtypes).
+void check_cat_devices(const at::ITensorListRef& tensors) {
+  const Tensor* first = nullptr;
+  for (const Tensor& t : tensors) {
+    if (!first) first = &t;
+    check_same_device({*first, t});
+  }
+}
+
 void cat_into(const at::ITensorListRef& tensors, int64_t dim, const Tensor& out) {
+  for (const Tensor& t : tensors) check_same_device({out, t});
   at::assert_no_internal_overlap(out);
   for (const Tensor& t : tensors) at::assert_no_overlap(out, t);
   if (out.numel() == 0) return;
@@ -137,6 +147,7 @@ void cat_into(const at::ITensorListRef& tensors, int64_t dim, const Tensor& out)
 }
 
 Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
+  check_cat_devices(tensors);
   StructuredFunctional<at::meta::structured_cat> op;
   const auto pre = op.meta(tensors, dim);
   cat_into(tensors, pre.dim, op.maybe_get_output(0));
@@ -144,6 +155,7 @@ Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
 }
 
 Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, Tensor& out) {
+  check_cat_devices(tensors);
   StructuredOut<at::meta::structured_cat> op(out);
   const auto pre = op.meta(tensors, dim);
   cat_into(tensors, pre.dim, op.maybe_get_output(0));

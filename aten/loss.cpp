@@ -57,6 +57,7 @@ void check_weight(const Tensor& input, const Tensor& weight) {
 
 void nll_forward(const Tensor& input, const Tensor& target, const Tensor& weight_, int64_t reduction,
                  int64_t ignore_index, bool spatial, const Tensor& output, const Tensor& total_weight) {
+  check_same_device({input, target, weight_});
   const c10::DeviceGuard guard(input.device());
   check_weight(input, weight_);
   const auto g = geometry(input, spatial);
@@ -92,6 +93,7 @@ void nll_forward(const Tensor& input, const Tensor& target, const Tensor& weight
 void nll_backward(const Tensor& grad_output, const Tensor& input, const Tensor& target, const Tensor& weight_,
                   int64_t reduction, int64_t ignore_index, const Tensor& total_weight, bool spatial,
                   const Tensor& grad_input) {
+  check_same_device({grad_output, input, target, weight_, total_weight, grad_input});
   const c10::DeviceGuard guard(input.device());
   check_weight(input, weight_);
   grad_input.zero_();

@@ -77,6 +77,7 @@ void max_pool_forward(const Tensor& self, IntArrayRef kernel, IntArrayRef stride
 
 void max_pool_backward(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel, IntArrayRef stride,
                        IntArrayRef padding, IntArrayRef dilation, const Tensor& indices, const Tensor& grad_input) {
+  check_same_device({grad_output, self, indices, grad_input});
   if (grad_input.numel() == 0) return;
   const c10::DeviceGuard guard(self.device());
   const auto go = grad_output.contiguous();
@@ -147,6 +148,7 @@ void avg_forward(const Tensor& self, IntArrayRef kernel, IntArrayRef stride, Int
 void avg_backward(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel, IntArrayRef stride,
                   IntArrayRef padding, bool count_include_pad, std::optional<int64_t> divisor,
                   const Tensor& grad_input) {
+  check_same_device({grad_output, self, grad_input});
   if (grad_input.numel() == 0) return;
   const c10::DeviceGuard guard(self.device());
   const auto go = grad_output.contiguous();
@@ -227,6 +229,7 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& grad_output, const Tensor& sel
               grad_output.sizes(), " and ", self.sizes());
   TORCH_CHECK(grad_output.scalar_type() == self.scalar_type(), "expected dtype ", self.scalar_type(),
               " for `grad_output` but got dtype ", grad_output.scalar_type());
+  check_same_device({grad_output, self});
   const c10::DeviceGuard guard(self.device());
   auto grad_input = at::empty(self.sizes(), self.options());
   if (grad_input.numel() == 0) return grad_input;

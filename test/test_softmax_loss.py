@@ -159,3 +159,9 @@ def test_elementwise_loss_broadcast_and_errors():
                                    torch.ops.aten.mse_loss(a, b, 0))
     with pytest.raises(RuntimeError, match="negative values for beta"):
         torch.ops.aten.smooth_l1_loss(a.to(DEV), a.to(DEV), 1, -1.0)
+
+
+def test_target_on_another_device_is_an_error():
+    x = torch.randn(3, 4).to(DEV)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        torch.ops.aten.nll_loss_forward(x, torch.tensor([0, 1, 2]), None, 1, -100)
