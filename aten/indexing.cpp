@@ -77,7 +77,7 @@ Tensor embedding_dense_backward(const Tensor& grad_output, const Tensor& indices
   tocl::set_args(k, buffer_arg(grad_weight), buffer_arg(grad.numel() ? grad : grad_weight),
                  buffer_arg(idx.numel() ? idx : grad_weight), L(idx.numel()), L(num_weights), L(D), L(padding_idx),
                  static_cast<cl_int>(scale_grad_by_freq));
-  tocl::enqueue_1d(device_index(grad), current_stream_of(grad), k, grad_weight.numel());
+  tocl::enqueue_1d(device_index(grad), current_stream_of(grad), k, num_weights);
   return grad_weight;
 }
 
