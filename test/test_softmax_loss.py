@@ -66,7 +66,7 @@ def test_softmax_non_contiguous_and_out(fn):
     torch.testing.assert_close(out.cpu(), op(x[0].t(), 1, False))
 
 
-@pytest.mark.parametrize("dtype", [torch.bfloat16])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_softmax_reduced_precision(dtype):
     x = torch.randn(4, 33).to(dtype)
     with native_only():
