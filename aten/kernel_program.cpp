@@ -25,6 +25,17 @@ cl_program dtype_program(int device, const char* file, c10::ScalarType type, c10
   return program;
 }
 
+void check_same_device(std::initializer_list<std::reference_wrapper<const at::Tensor>> tensors) {
+  const at::Tensor* first = nullptr;
+  for (const at::Tensor& t : tensors) {
+    if (!t.defined()) continue;
+    if (!first) first = &t;
+    TORCH_CHECK(t.device() == first->device(),
+                "Expected all tensors to be on the same device, but found at least two devices, ", first->device(),
+                " and ", t.device(), "!");
+  }
+}
+
 cl_kernel dtype_kernel(const at::Tensor& like, const char* file, const char* name, c10::ScalarType index_type) {
   check_device_supports(like.scalar_type(), like.device().index(), name);
   return tocl::get_kernel(dtype_program(like.device().index(), file, like.scalar_type(), index_type), name);

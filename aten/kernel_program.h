@@ -8,6 +8,9 @@
 
 #include "runtime/opencl.h"
 
+#include <functional>
+#include <initializer_list>
+
 namespace torch_opencl {
 
 cl_program dtype_program(int device, const char* file, c10::ScalarType type,
@@ -16,6 +19,9 @@ cl_program dtype_program(int device, const char* file, c10::ScalarType type,
 // Kernel of that program (per thread, as tocl::get_kernel).
 cl_kernel dtype_kernel(const at::Tensor& like, const char* file, const char* name,
                        c10::ScalarType index_type = c10::ScalarType::Long);
+
+// Raises CPU's error when the defined tensors are not all on one device.
+void check_same_device(std::initializer_list<std::reference_wrapper<const at::Tensor>> tensors);
 
 // Work-group size of the row-wise kernels (WG in the sources).
 constexpr size_t kRowGroup = 64;

@@ -13,6 +13,7 @@
 #include "aten/index_bounds.h"
 #include "aten/kernel_program.h"
 #include "aten/opencl_tensor.h"
+#include "aten/pointwise.h"
 #include "aten/structured.h"
 
 namespace torch_opencl {
@@ -56,6 +57,7 @@ void check_weight(const Tensor& input, const Tensor& weight) {
 
 void nll_forward(const Tensor& input, const Tensor& target, const Tensor& weight_, int64_t reduction,
                  int64_t ignore_index, bool spatial, const Tensor& output, const Tensor& total_weight) {
+  check_same_device({input, target, weight_});
   const c10::DeviceGuard guard(input.device());
   check_weight(input, weight_);
   const auto g = geometry(input, spatial);
@@ -91,6 +93,7 @@ void nll_forward(const Tensor& input, const Tensor& target, const Tensor& weight
 void nll_backward(const Tensor& grad_output, const Tensor& input, const Tensor& target, const Tensor& weight_,
                   int64_t reduction, int64_t ignore_index, const Tensor& total_weight, bool spatial,
                   const Tensor& grad_input) {
+  check_same_device({grad_output, input, target, weight_, total_weight, grad_input});
   const c10::DeviceGuard guard(input.device());
   check_weight(input, weight_);
   grad_input.zero_();
@@ -217,6 +220,133 @@ Tensor nll_loss2d_backward(const Tensor& grad_output, const Tensor& self, const 
   return nll_loss2d_backward_out(grad_output, self, target, weight, reduction, ignore_index, total_weight, grad_input);
 }
 
+// ---- elementwise losses: the pointwise engine computes the unreduced loss, sum_scaled reduces ----
+
+// out = scale * sum(loss), out 0-d.
+void reduce_loss(const Tensor& loss, int64_t reduction, const Tensor& out) {
+  const auto l = loss.contiguous();
+  const double scale = reduction == at::Reduction::Mean ? 1.0 / static_cast<double>(l.numel()) : 1.0;
+  cl_kernel k = dtype_kernel(l, "loss.cl", "sum_scaled");
+  tocl::set_args(k, buffer_arg(out), buffer_arg(l.numel() ? l : out), static_cast<cl_long>(l.numel()));
+  if (l.scalar_type() == at::kDouble) {
+    TOCL_CHECK(clSetKernelArg(k, 5, sizeof(double), &scale));
+  } else {
+    const float f = static_cast<float>(scale);  // 1/0 = inf for an empty 'mean': 0 * inf = nan, as CPU
+    TOCL_CHECK(clSetKernelArg(k, 5, sizeof(float), &f));
+  }
+  tocl::enqueue_1d(device_index(l), current_stream_of(l), k, kRowGroup, kRowGroup);
+}
+
+// Returns the result: `out`, or the iterator's new output when `out` is undefined.
+template <class Run>
+Tensor elementwise_loss_out(const Tensor& self, const Tensor& target, int64_t reduction, const Tensor& out, Run run) {
+  const c10::DeviceGuard guard(self.device());
+  if (reduction == at::Reduction::None) {
+    auto iter = at::TensorIterator::borrowing_binary_op(out, self, target);
+    run(iter);
+    return iter.output();
+  }
+  Tensor loss;
+  auto iter = at::TensorIterator::borrowing_binary_op(loss, self, target);
+  run(iter);
+  at::native::resize_output(out, {});
+  TORCH_CHECK(out.scalar_type() == iter.output().scalar_type(), "Expected out tensor to have dtype ",
+              iter.output().scalar_type(), ", but got ", out.scalar_type(), " instead");
+  reduce_loss(iter.output(), reduction, out);
+  return out;
+}
+
+// grad_input = EXPR(self, target, grad_output) with s0 = the reduction's norm (and s1 = beta).
+Tensor& elementwise_loss_backward_out(const Tensor& grad_output, const Tensor& self, const Tensor& target,
+                                      const PointwiseExpr& expr, std::initializer_list<c10::Scalar> scalars,
+                                      Tensor& grad_input) {
+  const c10::DeviceGuard guard(self.device());
+  auto iter = at::TensorIteratorConfig()
+                  .add_output(grad_input)
+                  .add_const_input(self)
+                  .add_const_input(target)
+                  .add_const_input(grad_output)
+                  .promote_inputs_to_common_dtype(true)
+                  .build();
+  run_pointwise(iter, expr, scalars);
+  return grad_input;
+}
+
+double loss_norm(const Tensor& self, int64_t reduction, double base) {
+  return reduction == at::Reduction::Mean ? base / static_cast<double>(self.numel()) : base;
+}
+
+Tensor mse_loss_into(const Tensor& self, const Tensor& target, int64_t reduction, const Tensor& out) {
+  return elementwise_loss_out(self, target, reduction, out, [](at::TensorIteratorBase& iter) {
+    run_pointwise(iter, {"mse_loss", "(a - b) * (a - b)", nullptr});
+  });
+}
+
+Tensor& mse_loss_out(const Tensor& self, const Tensor& target, int64_t reduction, Tensor& out) {
+  mse_loss_into(self, target, reduction, out);
+  return out;
+}
+
+Tensor mse_loss(const Tensor& self, const Tensor& target, int64_t reduction) {
+  return mse_loss_into(self, target, reduction,
+                       reduction == at::Reduction::None ? Tensor() : at::empty({}, self.options()));
+}
+
+Tensor& mse_loss_backward_out(const Tensor& grad_output, const Tensor& self, const Tensor& target,
+                              int64_t reduction, Tensor& grad_input) {
+  at::native::resize_output(grad_input, self.sizes());
+  return elementwise_loss_backward_out(grad_output, self, target,
+                                       {"mse_loss_backward", "s0 * (a - b) * c", nullptr},
+                                       {loss_norm(self, reduction, 2.0)}, grad_input);
+}
+
+Tensor mse_loss_backward(const Tensor& grad_output, const Tensor& self, const Tensor& target, int64_t reduction) {
+  auto grad_input = at::empty(self.sizes(), self.options());
+  return mse_loss_backward_out(grad_output, self, target, reduction, grad_input);
+}
+
+Tensor smooth_l1_loss_into(const Tensor& self, const Tensor& target, int64_t reduction, double beta,
+                           const Tensor& out) {
+  TORCH_CHECK(beta >= 0, "smooth_l1_loss does not support negative values for beta.");
+  if (beta == 0) {  // as CPU: plain l1
+    return elementwise_loss_out(self, target, reduction, out, [](at::TensorIteratorBase& iter) {
+      run_pointwise(iter, {"l1_loss", "fabs(a - b)", nullptr});
+    });
+  }
+  return elementwise_loss_out(self, target, reduction, out, [beta](at::TensorIteratorBase& iter) {
+    run_pointwise(iter,
+                  {"smooth_l1_loss", "fabs(a - b) < s0 ? (C_T)0.5 * (a - b) * (a - b) / s0 : fabs(a - b) - (C_T)0.5 * s0",
+                   nullptr},
+                  {beta});
+  });
+}
+
+Tensor& smooth_l1_loss_out(const Tensor& self, const Tensor& target, int64_t reduction, double beta, Tensor& out) {
+  smooth_l1_loss_into(self, target, reduction, beta, out);
+  return out;
+}
+
+Tensor smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t reduction, double beta) {
+  return smooth_l1_loss_into(self, target, reduction, beta,
+                             reduction == at::Reduction::None ? Tensor() : at::empty({}, self.options()));
+}
+
+Tensor& smooth_l1_loss_backward_out(const Tensor& grad_output, const Tensor& self, const Tensor& target,
+                                    int64_t reduction, double beta, Tensor& grad_input) {
+  at::native::resize_output(grad_input, self.sizes());
+  return elementwise_loss_backward_out(
+      grad_output, self, target,
+      {"smooth_l1_loss_backward",
+       "s0 * c * ((a - b) <= -s1 ? (C_T)-1 : (a - b) >= s1 ? (C_T)1 : (a - b) / s1)", nullptr},
+      {loss_norm(self, reduction, 1.0), beta}, grad_input);
+}
+
+Tensor smooth_l1_loss_backward(const Tensor& grad_output, const Tensor& self, const Tensor& target,
+                               int64_t reduction, double beta) {
+  auto grad_input = at::empty(self.sizes(), self.options());
+  return smooth_l1_loss_backward_out(grad_output, self, target, reduction, beta, grad_input);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -228,6 +358,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nll_loss2d_forward.output", TORCH_FN(nll_loss2d_forward_out));
   m.impl("nll_loss2d_backward", TORCH_FN(nll_loss2d_backward));
   m.impl("nll_loss2d_backward.grad_input", TORCH_FN(nll_loss2d_backward_out));
+  m.impl("mse_loss", TORCH_FN(mse_loss));
+  m.impl("mse_loss.out", TORCH_FN(mse_loss_out));
+  m.impl("mse_loss_backward", TORCH_FN(mse_loss_backward));
+  m.impl("mse_loss_backward.grad_input", TORCH_FN(mse_loss_backward_out));
+  m.impl("smooth_l1_loss", TORCH_FN(smooth_l1_loss));
+  m.impl("smooth_l1_loss.out", TORCH_FN(smooth_l1_loss_out));
+  m.impl("smooth_l1_loss_backward", TORCH_FN(smooth_l1_loss_backward));
+  m.impl("smooth_l1_loss_backward.grad_input", TORCH_FN(smooth_l1_loss_backward_out));
 }
 
 }  // namespace torch_opencl

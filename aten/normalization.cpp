@@ -63,6 +63,7 @@ void rows_forward(const Tensor& x, const Tensor& w, const Tensor& b, int64_t row
 Tensor3 rows_backward(const Tensor& grad_out, const Tensor& x, const Tensor& mean, const Tensor& rstd,
                       const Tensor& w, int64_t rows, int64_t n, int64_t groups, int64_t inner_div,
                       int64_t params, at::IntArrayRef param_shape, std::array<bool, 3> mask) {
+  check_same_device({grad_out, x, mean, rstd, w});
   const auto go = grad_out.contiguous();
   const auto m = mean.contiguous();
   const auto r = rstd.contiguous();
@@ -236,6 +237,7 @@ Tensor3 native_batch_norm_backward(const Tensor& grad_out, const Tensor& input, 
   const auto scale = param(input, defined_or_empty(train ? save_invstd_ : running_var_), op, "invstd/var");
   TORCH_CHECK(mean.defined() && scale.defined(), op, ": ",
               train ? "save_mean and save_invstd" : "running_mean and running_var", " must be defined");
+  check_same_device({grad_out, input, mean, scale});
   const auto x = input.contiguous();
   const auto go = grad_out.contiguous();
   Tensor dx, dw, db;

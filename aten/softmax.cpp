@@ -56,6 +56,7 @@ void softmax_backward(const at::Tensor& grad_output, const at::Tensor& output, i
   TORCH_CHECK(grad_output.scalar_type() == grad_input.scalar_type(), log ? "_log_softmax" : "_softmax",
               "_backward_data: grad_output of dtype ", grad_output.scalar_type(), " and input_dtype ",
               grad_input.scalar_type(), " differ; opencl does not support the half-to-float form");
+  check_same_device({grad_output, output, grad_input});
   if (output.numel() == 0) return;
   const c10::DeviceGuard guard(output.device());
   dim = at::maybe_wrap_dim(dim, output.dim());

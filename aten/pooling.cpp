@@ -1,0 +1,260 @@
+// 2-d pooling: max_pool2d_with_indices, avg_pool2d, _adaptive_avg_pool2d and
+// their backwards. ATen's structured meta functions check arguments and shape
+// outputs as on CPU; kernels in kernels_cl/pooling.cl run over contiguous
+// (N * C, H, W) planes, one work-item per output (forward) or input (backward) element.
+#include <ATen/ATen.h>
+#include <ATen/MetaFunctions.h>
+#include <ATen/native/Resize.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <tuple>
+
+#include "aten/kernel_program.h"
+#include "aten/opencl_tensor.h"
+#include "aten/structured.h"
+
+namespace torch_opencl {
+namespace {
+
+using at::IntArrayRef;
+using at::Tensor;
+
+struct Pool {  // as in kernels_cl/pooling.cl
+  cl_long kH, kW, dH, dW, padH, padW, dilH, dilW;
+  cl_long IH, IW, OH, OW;
+};
+
+// ATen's argument conventions: one value means both; an empty stride means the kernel size.
+Pool pool_params(IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                 const Tensor& input, const Tensor& output) {
+  Pool p{};
+  p.kH = kernel[0];
+  p.kW = kernel.size() == 1 ? p.kH : kernel[1];
+  p.dH = stride.empty() ? p.kH : stride[0];
+  p.dW = stride.empty() ? p.kW : stride.size() == 1 ? p.dH : stride[1];
+  p.padH = padding[0];
+  p.padW = padding.size() == 1 ? p.padH : padding[1];
+  p.dilH = dilation.empty() ? 1 : dilation[0];
+  p.dilW = dilation.empty() ? 1 : dilation.size() == 1 ? p.dilH : dilation[1];
+  p.IH = input.size(-2);
+  p.IW = input.size(-1);
+  p.OH = output.size(-2);
+  p.OW = output.size(-1);
+  return p;
+}
+
+// Runs `fill(contiguous)` for `out`, through a contiguous temporary when `out` is not (channels_last).
+template <class F>
+void into(const Tensor& out, F fill) {
+  if (out.numel() == 0) return;
+  if (out.is_contiguous()) return fill(out);
+  auto tmp = at::empty(out.sizes(), out.options());
+  fill(tmp);
+  out.copy_(tmp);
+}
+
+void launch(const Tensor& like, const char* name, int64_t total, cl_kernel k) {
+  tocl::enqueue_1d(device_index(like), current_stream_of(like), k, total);
+}
+
+// ---- max_pool2d_with_indices ----
+
+void max_pool_forward(const Tensor& self, IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding,
+                      IntArrayRef dilation, const Tensor& out, const Tensor& indices) {
+  if (out.numel() == 0) return;
+  const c10::DeviceGuard guard(self.device());
+  const auto in = self.contiguous();
+  const Pool p = pool_params(kernel, stride, padding, dilation, in, out);
+  auto ind = indices.is_contiguous() ? indices : at::empty(indices.sizes(), indices.options());
+  into(out, [&](const Tensor& o) {
+    cl_kernel k = dtype_kernel(in, "pooling.cl", "max_pool2d_forward");
+    tocl::set_args(k, buffer_arg(o), buffer_arg(ind), buffer_arg(in), static_cast<cl_long>(o.numel()), p);
+    launch(in, "max_pool2d_forward", o.numel(), k);
+  });
+  if (!ind.is_same(indices)) indices.copy_(ind);
+}
+
+void max_pool_backward(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel, IntArrayRef stride,
+                       IntArrayRef padding, IntArrayRef dilation, const Tensor& indices, const Tensor& grad_input) {
+  check_same_device({grad_output, self, indices, grad_input});
+  if (grad_input.numel() == 0) return;
+  const c10::DeviceGuard guard(self.device());
+  const auto go = grad_output.contiguous();
+  const auto ind = indices.contiguous();
+  const Pool p = pool_params(kernel, stride, padding, dilation, self, go);
+  into(grad_input, [&](const Tensor& gi) {
+    cl_kernel k = dtype_kernel(gi, "pooling.cl", "max_pool2d_backward");
+    tocl::set_args(k, buffer_arg(gi), buffer_arg(go.numel() ? go : gi), buffer_arg(ind.numel() ? ind : gi),
+                   static_cast<cl_long>(gi.numel()), p);
+    launch(gi, "max_pool2d_backward", gi.numel(), k);
+  });
+}
+
+std::tuple<Tensor, Tensor> max_pool2d_with_indices_functional(const Tensor& self, IntArrayRef kernel, IntArrayRef stride,
+                                                   IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  StructuredFunctional<at::meta::structured_max_pool2d_with_indices, 2> op;
+  op.meta(self, kernel, stride, padding, dilation, ceil_mode);
+  max_pool_forward(self, kernel, stride, padding, dilation, op.maybe_get_output(0), op.maybe_get_output(1));
+  return {op.take(0), op.take(1)};
+}
+
+std::tuple<Tensor&, Tensor&> max_pool2d_with_indices_out(const Tensor& self, IntArrayRef kernel, IntArrayRef stride,
+                                                         IntArrayRef padding, IntArrayRef dilation, bool ceil_mode,
+                                                         Tensor& out, Tensor& indices) {
+  auto [o, i] = max_pool2d_with_indices_functional(self, kernel, stride, padding, dilation, ceil_mode);
+  at::native::resize_output(out, o.sizes());
+  at::native::resize_output(indices, i.sizes());
+  out.copy_(o);
+  indices.copy_(i);
+  return {out, indices};
+}
+
+Tensor max_pool2d_with_indices_backward(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel,
+                                        IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool ceil_mode,
+                                        const Tensor& indices) {
+  StructuredFunctional<at::meta::structured_max_pool2d_with_indices_backward> op;
+  op.meta(grad_output, self, kernel, stride, padding, dilation, ceil_mode, indices);
+  max_pool_backward(grad_output, self, kernel, stride, padding, dilation, indices, op.maybe_get_output(0));
+  return op.take();
+}
+
+Tensor& max_pool2d_with_indices_backward_out(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel,
+                                             IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                                             bool ceil_mode, const Tensor& indices, Tensor& grad_input) {
+  StructuredOut<at::meta::structured_max_pool2d_with_indices_backward> op(grad_input);
+  op.meta(grad_output, self, kernel, stride, padding, dilation, ceil_mode, indices);
+  max_pool_backward(grad_output, self, kernel, stride, padding, dilation, indices, op.maybe_get_output(0));
+  op.finish();
+  return grad_input;
+}
+
+// ---- avg_pool2d ----
+
+void avg_forward(const Tensor& self, IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding,
+                 bool count_include_pad, std::optional<int64_t> divisor, const Tensor& out) {
+  if (out.numel() == 0) return;
+  const c10::DeviceGuard guard(self.device());
+  const auto in = self.contiguous();
+  const Pool p = pool_params(kernel, stride, padding, {}, in, out);
+  into(out, [&](const Tensor& o) {
+    cl_kernel k = dtype_kernel(in, "pooling.cl", "avg_pool2d_forward");
+    tocl::set_args(k, buffer_arg(o), buffer_arg(in), static_cast<cl_long>(o.numel()), p,
+                   static_cast<cl_int>(count_include_pad), static_cast<cl_long>(divisor.value_or(0)));
+    launch(in, "avg_pool2d_forward", o.numel(), k);
+  });
+}
+
+void avg_backward(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel, IntArrayRef stride,
+                  IntArrayRef padding, bool count_include_pad, std::optional<int64_t> divisor,
+                  const Tensor& grad_input) {
+  check_same_device({grad_output, self, grad_input});
+  if (grad_input.numel() == 0) return;
+  const c10::DeviceGuard guard(self.device());
+  const auto go = grad_output.contiguous();
+  const Pool p = pool_params(kernel, stride, padding, {}, self, go);
+  into(grad_input, [&](const Tensor& gi) {
+    cl_kernel k = dtype_kernel(gi, "pooling.cl", "avg_pool2d_backward");
+    tocl::set_args(k, buffer_arg(gi), buffer_arg(go.numel() ? go : gi), static_cast<cl_long>(gi.numel()), p,
+                   static_cast<cl_int>(count_include_pad), static_cast<cl_long>(divisor.value_or(0)));
+    launch(gi, "avg_pool2d_backward", gi.numel(), k);
+  });
+}
+
+Tensor avg_pool2d(const Tensor& self, IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
+                  bool count_include_pad, std::optional<int64_t> divisor) {
+  StructuredFunctional<at::meta::structured_avg_pool2d> op;
+  op.meta(self, kernel, stride, padding, ceil_mode, count_include_pad, divisor);
+  avg_forward(self, kernel, stride, padding, count_include_pad, divisor, op.maybe_get_output(0));
+  return op.take();
+}
+
+Tensor& avg_pool2d_out(const Tensor& self, IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding,
+                       bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor, Tensor& out) {
+  StructuredOut<at::meta::structured_avg_pool2d> op(out);
+  op.meta(self, kernel, stride, padding, ceil_mode, count_include_pad, divisor);
+  avg_forward(self, kernel, stride, padding, count_include_pad, divisor, op.maybe_get_output(0));
+  op.finish();
+  return out;
+}
+
+Tensor avg_pool2d_backward(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel, IntArrayRef stride,
+                           IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                           std::optional<int64_t> divisor) {
+  StructuredFunctional<at::meta::structured_avg_pool2d_backward> op;
+  op.meta(grad_output, self, kernel, stride, padding, ceil_mode, count_include_pad, divisor);
+  avg_backward(grad_output, self, kernel, stride, padding, count_include_pad, divisor, op.maybe_get_output(0));
+  return op.take();
+}
+
+Tensor& avg_pool2d_backward_out(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel,
+                                IntArrayRef stride, IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                                std::optional<int64_t> divisor, Tensor& grad_input) {
+  StructuredOut<at::meta::structured_avg_pool2d_backward> op(grad_input);
+  op.meta(grad_output, self, kernel, stride, padding, ceil_mode, count_include_pad, divisor);
+  avg_backward(grad_output, self, kernel, stride, padding, count_include_pad, divisor, op.maybe_get_output(0));
+  op.finish();
+  return grad_input;
+}
+
+// ---- _adaptive_avg_pool2d (not structured: CPU's checks, restated) ----
+
+Tensor adaptive_avg_pool2d(const Tensor& self, IntArrayRef output_size) {
+  TORCH_CHECK(output_size.size() == 2, "adaptive_avg_pool2d: output_size must be 2");
+  TORCH_CHECK(output_size[0] >= 0 && output_size[1] >= 0,
+              "adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but received {",
+              output_size[0], ", ", output_size[1], "}");
+  TORCH_CHECK(self.dim() == 3 || self.dim() == 4, "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got ",
+              self.sizes());
+  for (int64_t i = 1; i < self.dim(); ++i)
+    TORCH_CHECK(self.size(i) > 0, "adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch ",
+                "dimensions, but input has sizes ", self.sizes(), " with dimension ", i, " being empty");
+  const c10::DeviceGuard guard(self.device());
+  auto sizes = self.sizes().vec();
+  sizes[self.dim() - 2] = output_size[0];
+  sizes[self.dim() - 1] = output_size[1];
+  auto out = at::empty(sizes, self.options());
+  if (out.numel() == 0) return out;
+  const auto in = self.contiguous();
+  const Pool p = pool_params({1}, {}, {0}, {}, in, out);
+  cl_kernel k = dtype_kernel(in, "pooling.cl", "adaptive_avg_pool2d_forward");
+  tocl::set_args(k, buffer_arg(out), buffer_arg(in), static_cast<cl_long>(out.numel()), p);
+  launch(in, "adaptive_avg_pool2d_forward", out.numel(), k);
+  return out;
+}
+
+Tensor adaptive_avg_pool2d_backward(const Tensor& grad_output, const Tensor& self) {
+  TORCH_CHECK(grad_output.dim() == self.dim() && (self.dim() == 3 || self.dim() == 4),
+              "adaptive_avg_pool2d_backward(): Expected 3D or 4D grad_output and input of the same rank, got ",
+              grad_output.sizes(), " and ", self.sizes());
+  TORCH_CHECK(grad_output.scalar_type() == self.scalar_type(), "expected dtype ", self.scalar_type(),
+              " for `grad_output` but got dtype ", grad_output.scalar_type());
+  check_same_device({grad_output, self});
+  const c10::DeviceGuard guard(self.device());
+  auto grad_input = at::empty(self.sizes(), self.options());
+  if (grad_input.numel() == 0) return grad_input;
+  const auto go = grad_output.contiguous();
+  const Pool p = pool_params({1}, {}, {0}, {}, self, go);
+  cl_kernel k = dtype_kernel(grad_input, "pooling.cl", "adaptive_avg_pool2d_backward");
+  tocl::set_args(k, buffer_arg(grad_input), buffer_arg(go.numel() ? go : grad_input),
+                 static_cast<cl_long>(grad_input.numel()), p);
+  launch(grad_input, "adaptive_avg_pool2d_backward", grad_input.numel(), k);
+  return grad_input;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("max_pool2d_with_indices", TORCH_FN(max_pool2d_with_indices_functional));
+  m.impl("max_pool2d_with_indices.out", TORCH_FN(max_pool2d_with_indices_out));
+  m.impl("max_pool2d_with_indices_backward", TORCH_FN(max_pool2d_with_indices_backward));
+  m.impl("max_pool2d_with_indices_backward.grad_input", TORCH_FN(max_pool2d_with_indices_backward_out));
+  m.impl("avg_pool2d", TORCH_FN(avg_pool2d));
+  m.impl("avg_pool2d.out", TORCH_FN(avg_pool2d_out));
+  m.impl("avg_pool2d_backward", TORCH_FN(avg_pool2d_backward));
+  m.impl("avg_pool2d_backward.grad_input", TORCH_FN(avg_pool2d_backward_out));
+  m.impl("_adaptive_avg_pool2d", TORCH_FN(adaptive_avg_pool2d));
+  m.impl("_adaptive_avg_pool2d_backward", TORCH_FN(adaptive_avg_pool2d_backward));
+}
+
+}  // namespace torch_opencl

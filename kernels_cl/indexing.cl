@@ -1,0 +1,47 @@
+// Index-driven gathers over contiguous tensors: index_select, embedding's
+// backward, tril/triu. T_T is the data dtype, I_T the index dtype. Indices were
+// bounds-checked on the host side (aten/index_bounds.cpp).
+
+// out (outer, K, inner) [o, k, i] = in (outer, D, inner) [o, index[k], i].
+__kernel void index_select(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset,
+                           __global const I_T* index, ulong index_offset, long total, long K, long D, long inner) {
+  const long e = get_global_id(0);
+  if (e >= total) return;
+  const long i = e % inner, k = (e / inner) % K, o = e / (inner * K);
+  const long src = (o * D + (long)index[index_offset + k]) * inner + i;
+  STORE_T(out, out_offset + e, LOAD_T(in, in_offset + src));
+}
+
+// grad_weight (V, D) row v = sum over n with indices[n] == v of grad (N, D) row n. One work-item
+// owns one row: it scans the indices once, in order (deterministic, no atomics), and adds each
+// matching grad row into its own output row. Divided by the count of v when scale_by_freq; zero
+// for v == padding_idx.
+__kernel void embedding_backward(__global T_T* grad_weight, ulong gw_offset, __global const T_T* grad,
+                                 ulong grad_offset, __global const I_T* indices, ulong idx_offset, long N, long V,
+                                 long D, long padding_idx, int scale_by_freq) {
+  const long v = get_global_id(0);
+  if (v >= V) return;
+  const long row = gw_offset + v * D;
+  for (long j = 0; j < D; ++j) STORE_T(grad_weight, row + j, 0);
+  if (v == padding_idx) return;
+  long count = 0;
+  for (long n = 0; n < N; ++n) {
+    if ((long)indices[idx_offset + n] != v) continue;
+    ++count;
+    for (long j = 0; j < D; ++j)
+      STORE_T(grad_weight, row + j, (ACC)LOAD_T(grad_weight, row + j) + (ACC)LOAD_T(grad, grad_offset + n * D + j));
+  }
+  if (scale_by_freq && count > 1)
+    for (long j = 0; j < D; ++j) STORE_T(grad_weight, row + j, (ACC)LOAD_T(grad_weight, row + j) / (ACC)count);
+}
+
+// Batches of (R, C) matrices: keep [r, c] where c - r <= k (lower) or c - r >= k (upper), else 0.
+__kernel void triangle(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset, long total,
+                       long R, long C, long k, int lower) {
+  const long e = get_global_id(0);
+  if (e >= total) return;
+  const long c = e % C, r = (e / C) % R;
+  const int keep = lower ? (c - r <= k) : (c - r >= k);
+  if (keep) STORE_T(out, out_offset + e, LOAD_T(in, in_offset + e));
+  else STORE_T(out, out_offset + e, 0);
+}

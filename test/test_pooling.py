@@ -1,0 +1,102 @@
+"""max_pool2d, avg_pool2d and adaptive_avg_pool2d run natively on opencl: values, indices and
+gradients against CPU over kernel/stride/padding/dilation/ceil_mode variants."""
+
+import contextlib
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+torch_opencl = pytest.importorskip("torch_opencl")
+if not torch.opencl.is_available():
+    pytest.skip("no OpenCL device", allow_module_level=True)
+
+DEV = "opencl"
+FLOATS = [torch.float32, torch.float64]
+CONFIGS = [(2, None, 0, 1, False), (3, 2, 1, 1, False), (3, 2, 1, 2, True), ((3, 2), (2, 1), (1, 0), 1, True),
+           (2, 3, 0, 1, True)]
+
+
+@contextlib.contextmanager
+def native_only():
+    previous = torch.opencl.fallback_mode()
+    torch.opencl.set_fallback_mode("error")
+    try:
+        yield
+    finally:
+        torch.opencl.set_fallback_mode(previous)
+
+
+def check_grad(fn, x, rtol=1e-5, atol=1e-5):
+    xc, xd = x.clone().requires_grad_(), x.to(DEV).requires_grad_()
+    yc = fn(xc)
+    with native_only():
+        yd = fn(xd)
+        torch.testing.assert_close(yd.cpu(), yc.detach(), rtol=rtol, atol=atol)
+        if yc.numel() == 0:
+            return
+        g = torch.randn(yc.shape, dtype=yc.dtype, generator=torch.Generator().manual_seed(1))
+        gd, = torch.autograd.grad(yd, xd, g.to(DEV))
+    gc, = torch.autograd.grad(yc, xc, g)
+    torch.testing.assert_close(gd.cpu(), gc, rtol=rtol, atol=atol)
+
+
+def data(*shape, dtype=torch.float32):
+    return torch.randn(shape, dtype=dtype, generator=torch.Generator().manual_seed(0))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("k,s,p,d,ceil", CONFIGS)
+def test_max_pool2d_matches_cpu(dtype, k, s, p, d, ceil):
+    x = data(2, 3, 9, 8, dtype=dtype)
+    check_grad(lambda t: F.max_pool2d(t, k, s, p, d, ceil_mode=ceil), x)
+    check_grad(lambda t: F.max_pool2d(t, k, s, p, d, ceil_mode=ceil), x[0])  # unbatched
+    with native_only():
+        _, idx = F.max_pool2d(x.to(DEV), k, s, p, d, ceil_mode=ceil, return_indices=True)
+    torch.testing.assert_close(idx.cpu(), F.max_pool2d(x, k, s, p, d, ceil_mode=ceil, return_indices=True)[1])
+
+
+def test_max_pool2d_ties_nan_layouts():
+    check_grad(lambda t: F.max_pool2d(t, 3, 1, 1), torch.randint(0, 3, (1, 2, 6, 6)).float())
+    x = data(1, 1, 4, 4)
+    x[0, 0, 1, 1] = float("nan")
+    with native_only():
+        torch.testing.assert_close(F.max_pool2d(x.to(DEV), 2).cpu(), F.max_pool2d(x, 2), equal_nan=True)
+    check_grad(lambda t: F.max_pool2d(t, 2), data(2, 3, 6, 6).to(memory_format=torch.channels_last))
+    check_grad(lambda t: F.max_pool2d(t, 2), data(2, 3, 6, 8).transpose(2, 3))
+    check_grad(lambda t: F.max_pool2d(t, 2), data(0, 3, 6, 8))
+
+
+def test_max_pool2d_bad_arguments_raise_like_cpu():
+    with pytest.raises(RuntimeError, match="pad should be at most half"):
+        F.max_pool2d(torch.zeros(1, 1, 4, 4, device=DEV), 2, padding=2)
+    with pytest.raises(RuntimeError, match="Output size is too small|output size"):
+        F.max_pool2d(torch.zeros(1, 1, 2, 2, device=DEV), 3)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("k,s,p,d,ceil", CONFIGS)
+@pytest.mark.parametrize("count_include_pad", [True, False])
+@pytest.mark.parametrize("divisor", [None, 3])
+def test_avg_pool2d_matches_cpu(dtype, k, s, p, d, ceil, count_include_pad, divisor):
+    x = data(2, 3, 9, 8, dtype=dtype)
+    check_grad(lambda t: F.avg_pool2d(t, k, s, p, ceil_mode=ceil, count_include_pad=count_include_pad,
+                                      divisor_override=divisor), x)
+
+
+def test_avg_pool2d_out_form_and_bad_divisor():
+    x = data(1, 2, 6, 6)
+    with native_only():
+        out = torch.empty(0, device=DEV)
+        ret = torch.ops.aten.avg_pool2d.out(x.to(DEV), [2, 2], [2, 2], [0, 0], False, True, None, out=out)
+    assert ret is out
+    torch.testing.assert_close(out.cpu(), F.avg_pool2d(x, 2))
+    with pytest.raises(RuntimeError, match="divisor must be not zero"):
+        F.avg_pool2d(x.to(DEV), 2, divisor_override=0)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("size", [(3, 3), (4, 5), (9, 8), (2, 1), (5, 7)])
+def test_adaptive_avg_pool2d_matches_cpu(dtype, size):
+    check_grad(lambda t: F.adaptive_avg_pool2d(t, size), data(2, 3, 9, 8, dtype=dtype))
+    check_grad(lambda t: F.adaptive_avg_pool2d(t, size), data(3, 9, 8, dtype=dtype).transpose(1, 2))
