@@ -54,7 +54,11 @@ if [ ! -f "$stamp" ] || [ -n "$(find CMakeLists.txt pyproject.toml runtime aten 
   else
     tar --exclude=./build --exclude=./.venv -cf - . | tar -xf - -C "$src"
   fi
-  $PIP install --no-build-isolation --no-deps -C build-dir="$ROOT/build/wheel" "$src" 2>&1 | grep -v "is ignored" || true
+  # A failed build stops here (pipefail), rather than leaving an older install in place.
+  if ! pip_install --no-build-isolation --no-deps -C build-dir="$ROOT/build/wheel" "$src"; then
+    echo "torch_opencl failed to build; the compiler's messages are above." >&2
+    exit 1
+  fi
   $PY -c "import torch_opencl" || { echo "torch_opencl failed to build or import"; exit 1; }
   touch "$stamp"
 fi
