@@ -18,7 +18,10 @@ cl_program dtype_program(int device, const char* file, c10::ScalarType type, c10
   auto& program = programs[{device, file, type, index_type}];
   if (!program) {
     const std::string source = program_prelude({type}) + operand_defines("T", type) + operand_defines("I", index_type) +
-                               "#define ACC " + storage_type(compute_dtype(type)) + "\n#define WG " +
+                               "#define ACC " + storage_type(compute_dtype(type)) + "\n" +
+                               // isnan of an integer does not compile: integers are never NaN.
+                               (at::isFloatingType(type) ? "#define ACC_ISNAN(x) isnan(x)\n" : "#define ACC_ISNAN(x) 0\n") +
+                               "#define WG " +
                                std::to_string(kRowGroup) + "\n" + tocl::embedded_sources().at(file);
     program = tocl::get_program(device, source);
   }

@@ -186,9 +186,10 @@ void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std:
   const int64_t numel = iter.numel();
   if (numel == 0) return;
   const int device = iter.device(0).index();
-  const auto compute = compute_dtype(compute_opt.value_or(iter.common_dtype()));
+  // Not value_or: a nullary iterator (arange) has no common dtype to ask for.
+  const auto compute = compute_dtype(compute_opt ? *compute_opt : iter.common_dtype());
   const bool floating = is_floating(compute);
-  TORCH_CHECK(floating || expr.int_expr, "\"", expr.name, "\" is not implemented for '", iter.common_dtype(),
+  TORCH_CHECK(floating || expr.int_expr, "\"", expr.name, "\" is not implemented for '", compute,
               "' on opencl");
   for (int k = 0; k < iter.ntensors(); ++k)
     if (!iter.is_cpu_scalar(k)) check_device_supports(iter.dtype(k), device, expr.name);

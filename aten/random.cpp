@@ -275,6 +275,8 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
 
 at::Tensor native_dropout_backward(const at::Tensor& grad_output, const at::Tensor& mask, double scale) {
   TORCH_CHECK(mask.scalar_type() == c10::kBool, "Mask should be Bool Scalar Type", mask.scalar_type());
+  // CPU computes grad * mask * scale, which promotes integer gradients to the default float dtype.
+  if (!at::isFloatingType(grad_output.scalar_type())) return grad_output * mask * scale;
   at::Tensor result = at::empty_like(grad_output);
   auto iter = at::TensorIteratorConfig()
                   .add_output(result)

@@ -5,7 +5,8 @@
 //   IN<k>_T, LOAD_IN<k>      inputs 0..NIN-1; IN<k>_SCALAR when input k is a host scalar
 //   IDX_T                    uint, or ulong where sizes need 64 bits
 //   NSCALAR                  scalar arguments s0.. (C_T)
-//   EXPR                     the expression over a, b, c and s0, s1, s2
+//   EXPR                     the expression over a, b, c, s0, s1, s2 and lin, the
+//                            element's linear index in the iteration (arange uses it)
 // Sizes and strides are arguments, so one program serves every shape.
 #define MAX_DIMS 12
 
@@ -82,6 +83,7 @@ __kernel void pointwise_contiguous(__global OUT_T* out, ulong out_offset IN0_PAR
                                    IDX_T n SCALAR_PARAMS) {
   const IDX_T i = (IDX_T)get_global_id(0);
   if (i >= n) return;
+  const IDX_T lin = i;
   LOAD_OPERANDS(i, i, i)
   STORE_OUT(out, out_offset + i, (EXPR));
 }
@@ -90,6 +92,7 @@ __kernel void pointwise_strided(__global OUT_T* out, ulong out_offset IN0_PARAM 
                                 IDX_T n, int ndim, PointwiseGeometry g SCALAR_PARAMS) {
   IDX_T rest = (IDX_T)get_global_id(0);
   if (rest >= n) return;
+  const IDX_T lin = rest;
   IDX_T o0 = 0, o1 = 0, o2 = 0, o3 = 0;
   for (int k = 0; k < ndim; ++k) {
     const IDX_T size = (IDX_T)g.sizes[k];

@@ -27,7 +27,7 @@ __kernel void max_pool2d_forward(__global T_T* out, ulong out_offset, __global l
   for (long h = h0; h < hend; h += p.dilH)
     for (long w = w0; w < wend; w += p.dilW) {
       const ACC v = LOAD_T(in, base + h * p.IW + w);
-      if (v > best || isnan(v)) {
+      if (v > best || ACC_ISNAN(v)) {
         best = v;
         best_index = h * p.IW + w;
       }

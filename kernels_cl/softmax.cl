@@ -30,7 +30,7 @@ inline ACC group_sum(__local ACC* scratch, ACC v) {
 }
 
 // A max that lets NaN through, as CPU's softmax does.
-inline ACC nan_max(ACC a, ACC b) { return (isnan(a) || a > b) ? a : b; }
+inline ACC nan_max(ACC a, ACC b) { return (ACC_ISNAN(a) || a > b) ? a : b; }
 
 __kernel void softmax_forward(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset,
                               long dim, long inner, int log_softmax) {
@@ -42,7 +42,7 @@ __kernel void softmax_forward(__global T_T* out, ulong out_offset, __global cons
   ACC m = -INFINITY;
   for (long j = l; j < dim; j += WG) m = nan_max(m, LOAD_T(in, ib + j * inner));
   // fmax in group_max drops NaN: carry NaN separately.
-  const ACC has_nan = group_sum(scratch, isnan(m) ? (ACC)1 : (ACC)0);
+  const ACC has_nan = group_sum(scratch, ACC_ISNAN(m) ? (ACC)1 : (ACC)0);
   m = group_max(scratch, m);
   if (has_nan > 0) m = NAN;
   ACC s = 0;

@@ -36,6 +36,9 @@ uint64_t fnv1a(const std::string& text, uint64_t seed) {
 struct Cache {
   std::mutex mutex;
   std::map<std::tuple<int, std::string, std::string>, cl_program> programs;  // (device, source hash, options)
+  // Sources that failed to build, with their error: asking again raises at once instead of
+  // spending the compiler's seconds on the same failure each call.
+  std::map<std::tuple<int, std::string, std::string>, std::string> failures;
   ProgramCacheStats stats;
 };
 
@@ -200,6 +203,8 @@ cl_program get_program(int device, const std::string& source, const std::string&
     c.stats.memory_hits++;
     return found->second;
   }
+  auto failed = c.failures.find(key);
+  if (failed != c.failures.end()) throw BuildError(failed->second, CL_BUILD_PROGRAM_FAILURE);
   const auto& info = device_info(device);
   const std::string dir = cache_dir();
   std::string path;
@@ -224,7 +229,12 @@ cl_program get_program(int device, const std::string& source, const std::string&
     }
   }
   if (!program) {
-    program = build_from_source(device, source, options, &seconds);
+    try {
+      program = build_from_source(device, source, options, &seconds);
+    } catch (const BuildError& e) {
+      c.failures[key] = e.what();
+      throw;
+    }
     c.stats.source_builds++;
     if (!path.empty() && make_private_dirs(dir)) write_entry(path, program_binary(program));
   }

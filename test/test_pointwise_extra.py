@@ -201,3 +201,43 @@ def test_in_place_activations():
         _same(c, d)
     with pytest.raises(RuntimeError, match="Bool"):
         torch.relu(torch.ones(3, dtype=torch.bool, device=DEV))
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [torch.int64, torch.int32, torch.float16, torch.bfloat16])
+def test_isneginf_isposinf(dtype):
+    x = _special((5, 7), dtype)
+    _check(torch.isneginf, x)
+    _check(torch.isposinf, x)
+    out = torch.empty(5, 7, dtype=torch.bool, device=DEV)
+    torch.isneginf(x.to(DEV), out=out)
+    _same(torch.isneginf(x), out)
+
+
+@pytest.mark.parametrize("args", [(10,), (2, 11), (0, 1, 0.1), (5, -3, -1.5), (-1e6, 1e6, 12345.678), (3, 3)],
+                         ids=["n", "start_end", "float_step", "negative_step", "large", "empty"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.int32] + ([torch.float64] if HAS_FP64 else []))
+def test_arange(args, dtype):
+    if not dtype.is_floating_point and any(isinstance(a, float) and a != int(a) for a in args):
+        pytest.skip("fractional bounds with an integer dtype")
+    want = torch.arange(*args, dtype=dtype)
+    got = torch.arange(*args, dtype=dtype, device=DEV)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    # CPU's vectorised float32 path adds i * step in float: near zero it cancels to an error
+    # of about one float32 ulp of the range's magnitude, which is the tolerance here.
+    scale = want.abs().max().item() if want.numel() else 0.0
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-6, atol=2e-7 * scale + 1e-12)
+
+
+def test_arange_out_and_errors():
+    out = torch.empty(3, 4, device=DEV)  # the right numel keeps its shape, as on CPU
+    torch.arange(12, out=out)
+    _same(torch.arange(12, out=torch.empty(3, 4)), out)
+    out = torch.empty(2, device=DEV)
+    torch.arange(0, 5, out=out)  # resized
+    assert out.shape == (5,)
+    for bad in [(0, 5, 0), (5, 0, 1), (0, float("inf"))]:
+        with pytest.raises((RuntimeError, ValueError)) as cpu_err:
+            torch.arange(*bad)
+        with pytest.raises((RuntimeError, ValueError)) as dev_err:
+            torch.arange(*bad, device=DEV)
+        assert type(dev_err.value) is type(cpu_err.value) and str(dev_err.value) == str(cpu_err.value)

@@ -131,6 +131,12 @@ def test_compile_error_carries_the_build_log():
     assert "failed to build" in message
     assert "CL_BUILD_PROGRAM_FAILURE" in message
     assert "undefined_name_xyz" in message  # the compiler's own words, from the build log
+    # Asking again raises the same error without compiling again.
+    builds = _C._program_cache_stats()["source_builds"]
+    with pytest.raises(torch.opencl.OpenCLError) as again:
+        _C._build_program(0, bad, "")
+    assert str(again.value) == message
+    assert _C._program_cache_stats()["source_builds"] == builds
     # The device keeps working after a failed build.
     x = torch.arange(4.0, device="opencl")
     assert torch.equal((x + 1).cpu(), torch.arange(4.0) + 1)
