@@ -10,6 +10,22 @@
 #include "runtime/program_cache.h"
 
 namespace torch_opencl {
+namespace {
+
+// The start of a max: -INFINITY converts to an integer type undefined, so integers use their minimum.
+const char* lowest_value(c10::ScalarType type) {
+  switch (type) {
+    case c10::ScalarType::Bool:
+    case c10::ScalarType::Byte: return "0";
+    case c10::ScalarType::Char: return "CHAR_MIN";
+    case c10::ScalarType::Short: return "SHRT_MIN";
+    case c10::ScalarType::Int: return "INT_MIN";
+    case c10::ScalarType::Long: return "LONG_MIN";
+    default: return "-INFINITY";
+  }
+}
+
+}  // namespace
 
 cl_program dtype_program(int device, const char* file, c10::ScalarType type, c10::ScalarType index_type) {
   static std::mutex mutex;
@@ -21,6 +37,7 @@ cl_program dtype_program(int device, const char* file, c10::ScalarType type, c10
                                "#define ACC " + storage_type(compute_dtype(type)) + "\n" +
                                // isnan of an integer does not compile: integers are never NaN.
                                (at::isFloatingType(type) ? "#define ACC_ISNAN(x) isnan(x)\n" : "#define ACC_ISNAN(x) 0\n") +
+                               "#define ACC_LOWEST " + lowest_value(type) + "\n" +
                                "#define WG " +
                                std::to_string(kRowGroup) + "\n" + tocl::embedded_sources().at(file);
     program = tocl::get_program(device, source);

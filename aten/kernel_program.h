@@ -2,7 +2,7 @@
 // Programs of the hand-written kernel files (kernels_cl/softmax.cl, loss.cl, ...):
 // one program per (device, file, data dtype, index dtype), whatever the shapes.
 // The source is prefixed with T_T/T_CT/LOAD_T/STORE_T for the data dtype, ACC (the
-// accumulation type: float for float/half/bfloat16, double for double), ACC_ISNAN(x) and
+// accumulation type: float for float/half/bfloat16, double for double), ACC_ISNAN(x), ACC_LOWEST (the start of a max) and
 // I_T/LOAD_I for the index dtype.
 #include <ATen/core/Tensor.h>
 

@@ -38,6 +38,9 @@ void into(const at::Tensor& out, F fill) {
 void softmax_forward(const at::Tensor& input, int64_t dim, bool half_to_float, bool log, const at::Tensor& out) {
   TORCH_CHECK(!half_to_float, log ? "_log_softmax" : "_softmax",
               ": conversion from half to float is not supported on opencl; call softmax on a float tensor");
+  // As CPU: softmax is defined for floating types only (the structured meta does not check it).
+  TORCH_CHECK(at::isFloatingType(input.scalar_type()), "\"", log ? "log_softmax" : "softmax",
+              "\" not implemented for '", input.scalar_type(), "'");
   if (input.numel() == 0) return;
   const c10::DeviceGuard guard(input.device());
   dim = at::maybe_wrap_dim(dim, input.dim());

@@ -22,7 +22,7 @@ __kernel void max_pool2d_forward(__global T_T* out, ulong out_offset, __global l
   while (h0 < 0) h0 += p.dilH;
   while (w0 < 0) w0 += p.dilW;
   const long base = in_offset + plane * p.IH * p.IW;
-  ACC best = -INFINITY;
+  ACC best = ACC_LOWEST;
   long best_index = h0 * p.IW + w0;
   for (long h = h0; h < hend; h += p.dilH)
     for (long w = w0; w < wend; w += p.dilW) {

@@ -39,7 +39,7 @@ __kernel void softmax_forward(__global T_T* out, ulong out_offset, __global cons
   const int l = get_local_id(0);
   const long base = (row / inner) * dim * inner + row % inner;
   const long ib = (long)in_offset + base, ob = (long)out_offset + base;
-  ACC m = -INFINITY;
+  ACC m = ACC_LOWEST;
   for (long j = l; j < dim; j += WG) m = nan_max(m, LOAD_T(in, ib + j * inner));
   // fmax in group_max drops NaN: carry NaN separately.
   const ACC has_nan = group_sum(scratch, ACC_ISNAN(m) ? (ACC)1 : (ACC)0);

@@ -100,3 +100,19 @@ def test_avg_pool2d_out_form_and_bad_divisor():
 def test_adaptive_avg_pool2d_matches_cpu(dtype, size):
     check_grad(lambda t: F.adaptive_avg_pool2d(t, size), data(2, 3, 9, 8, dtype=dtype))
     check_grad(lambda t: F.adaptive_avg_pool2d(t, size), data(3, 9, 8, dtype=dtype).transpose(1, 2))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8, torch.uint8])
+def test_max_pool2d_integers_match_cpu(dtype):
+    # An integer max starts at the type's minimum (-INFINITY converted to an integer is undefined).
+    low = 0 if dtype == torch.uint8 else -100
+    x = torch.randint(low, 100, (2, 3, 7, 6), generator=torch.Generator().manual_seed(0)).to(dtype)
+    for kwargs in (dict(kernel_size=3, stride=2, ceil_mode=True), dict(kernel_size=2), dict(kernel_size=3, padding=1)):
+        want = F.max_pool2d(x, return_indices=True, **kwargs)
+        got = F.max_pool2d(x.to("opencl"), return_indices=True, **kwargs)
+        assert torch.equal(got[0].cpu(), want[0]) and torch.equal(got[1].cpu(), want[1])
+
+
+def test_softmax_of_integers_is_refused_as_on_cpu():
+    with pytest.raises(RuntimeError, match="not implemented for 'Long'"):
+        torch.softmax(torch.arange(4, device="opencl"), 0)
