@@ -5,7 +5,6 @@ float32/float64, gradients, and the ops are native (fallback mode "error").
 Shapes stay below 256 except one, so CLBlast's direct kernels serve them; the n=256 test
 exercises the indirect kernel with the built-in tuned parameters. Each CLBlast routine
 and precision compiles once (several seconds cold on PoCL)."""
-import contextlib
 import json
 import os
 import subprocess
@@ -16,19 +15,11 @@ import torch
 
 import torch_opencl  # noqa: F401
 
+from _device_helpers import native_only
+
 DEV = "opencl"
 HAS_FP64 = torch.opencl.get_device_properties(0).fp64
 DTYPES = [torch.float32] + ([torch.float64] if HAS_FP64 else [])
-
-
-@contextlib.contextmanager
-def native_only():
-    previous = torch.opencl.fallback_mode()
-    torch.opencl.set_fallback_mode("error")
-    try:
-        yield
-    finally:
-        torch.opencl.set_fallback_mode(previous)
 
 
 def rnd(*shape, dtype=torch.float32, seed=0):

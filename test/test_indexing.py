@@ -1,12 +1,13 @@
 """index_select (embedding's forward), embedding_dense_backward and tril/triu run natively on
 opencl, against CPU: dtypes, dims, non-contiguous inputs, out= and in-place forms, bad indices."""
 
-import contextlib
 import copy
 
 import pytest
 import torch
 import torch.nn as nn
+
+from _device_helpers import native_only
 
 torch_opencl = pytest.importorskip("torch_opencl")
 if not torch.opencl.is_available():
@@ -14,16 +15,6 @@ if not torch.opencl.is_available():
 
 DEV = "opencl"
 DTYPES = [torch.float32, torch.float64, torch.int64, torch.int32, torch.bool, torch.bfloat16]
-
-
-@contextlib.contextmanager
-def native_only():
-    previous = torch.opencl.fallback_mode()
-    torch.opencl.set_fallback_mode("error")
-    try:
-        yield
-    finally:
-        torch.opencl.set_fallback_mode(previous)
 
 
 def data(*shape, dtype=torch.float32, seed=0):

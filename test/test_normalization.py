@@ -1,7 +1,6 @@
 """layer_norm, group_norm and batch_norm (training and eval, running stats) run natively on
 opencl: values and gradients (input, weight, bias) against CPU."""
 
-import contextlib
 import copy
 
 import pytest
@@ -9,22 +8,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from _device_helpers import native_only
+
 torch_opencl = pytest.importorskip("torch_opencl")
 if not torch.opencl.is_available():
     pytest.skip("no OpenCL device", allow_module_level=True)
 
 DEV = "opencl"
 FLOATS = [torch.float32, torch.float64]
-
-
-@contextlib.contextmanager
-def native_only():
-    previous = torch.opencl.fallback_mode()
-    torch.opencl.set_fallback_mode("error")
-    try:
-        yield
-    finally:
-        torch.opencl.set_fallback_mode(previous)
 
 
 def check_grad(fn, inputs, rtol=1e-5, atol=1e-5):

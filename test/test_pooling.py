@@ -1,11 +1,12 @@
 """max_pool2d, avg_pool2d and adaptive_avg_pool2d run natively on opencl: values, indices and
 gradients against CPU over kernel/stride/padding/dilation/ceil_mode variants."""
 
-import contextlib
 
 import pytest
 import torch
 import torch.nn.functional as F
+
+from _device_helpers import native_only
 
 torch_opencl = pytest.importorskip("torch_opencl")
 if not torch.opencl.is_available():
@@ -15,16 +16,6 @@ DEV = "opencl"
 FLOATS = [torch.float32, torch.float64]
 CONFIGS = [(2, None, 0, 1, False), (3, 2, 1, 1, False), (3, 2, 1, 2, True), ((3, 2), (2, 1), (1, 0), 1, True),
            (2, 3, 0, 1, True)]
-
-
-@contextlib.contextmanager
-def native_only():
-    previous = torch.opencl.fallback_mode()
-    torch.opencl.set_fallback_mode("error")
-    try:
-        yield
-    finally:
-        torch.opencl.set_fallback_mode(previous)
 
 
 def check_grad(fn, x, rtol=1e-5, atol=1e-5):

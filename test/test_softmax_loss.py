@@ -1,11 +1,12 @@
 """softmax / log_softmax and nll_loss / nll_loss2d (hence cross_entropy) run natively on opencl:
 values and gradients against CPU, dtypes, 0-size, non-contiguous, bad targets."""
 
-import contextlib
 
 import pytest
 import torch
 import torch.nn.functional as F
+
+from _device_helpers import native_only
 
 torch_opencl = pytest.importorskip("torch_opencl")
 if not torch.opencl.is_available():
@@ -13,16 +14,6 @@ if not torch.opencl.is_available():
 
 DEV = "opencl"
 FLOATS = [torch.float32, torch.float64]
-
-
-@contextlib.contextmanager
-def native_only():
-    previous = torch.opencl.fallback_mode()
-    torch.opencl.set_fallback_mode("error")
-    try:
-        yield
-    finally:
-        torch.opencl.set_fallback_mode(previous)
 
 
 def check_grad(fn, inputs, grad_seed=0, rtol=1e-5, atol=1e-5):
