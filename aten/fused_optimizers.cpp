@@ -102,6 +102,23 @@ void check_lists(const char* op, at::TensorList params, std::initializer_list<at
   }
 }
 
+// The per-step scalars every fused step takes: lr (a CPU tensor is read once into *lr, a
+// device one stays on the device, so no sync), and the AMP grad_scale and found_inf.
+struct StepTensors {
+  std::optional<at::Tensor> lr, grad_scale, found_inf;
+  StepTensors(c10::Device device, const std::optional<at::Tensor>& lr_tensor,
+              const std::optional<at::Tensor>& scale, const std::optional<at::Tensor>& inf, double* lr_value) {
+    if (lr_tensor.has_value()) {
+      if (lr_tensor->device().is_cpu())
+        *lr_value = lr_tensor->item<double>();
+      else
+        lr = device_float(*lr_tensor, device, "lr");
+    }
+    if (scale.has_value()) grad_scale = device_float(*scale, device, "grad_scale");
+    if (inf.has_value()) found_inf = device_float(*inf, device, "found_inf");
+  }
+};
+
 void fused_adam_impl(at::TensorList params, at::TensorList grads, at::TensorList exp_avgs,
                      at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs, at::TensorList steps, double lr,
                      const std::optional<at::Tensor>& lr_tensor, double beta1, double beta2, double weight_decay,
@@ -116,15 +133,8 @@ void fused_adam_impl(at::TensorList params, at::TensorList grads, at::TensorList
   if (params.empty()) return;
   const c10::Device device = params[0].device();
   const c10::DeviceGuard guard(device);
-  std::optional<at::Tensor> lr_t, scale_t, inf_t;
-  if (lr_tensor.has_value()) {
-    if (lr_tensor->device().is_cpu())
-      lr = lr_tensor->item<double>();
-    else
-      lr_t = device_float(*lr_tensor, device, "lr");
-  }
-  if (grad_scale.has_value()) scale_t = device_float(*grad_scale, device, "grad_scale");
-  if (found_inf.has_value()) inf_t = device_float(*found_inf, device, "found_inf");
+  const StepTensors st(device, lr_tensor, grad_scale, found_inf, &lr);
+  const auto& [lr_t, scale_t, inf_t] = st;
   Workspace ws;
   for (size_t i = 0; i < params.size(); ++i) {
     const at::Tensor& p0 = params[i];
@@ -162,15 +172,8 @@ void fused_sgd_impl(at::TensorList params, at::TensorList grads, at::TensorList 
   if (params.empty()) return;
   const c10::Device device = params[0].device();
   const c10::DeviceGuard guard(device);
-  std::optional<at::Tensor> lr_t, scale_t, inf_t;
-  if (lr_tensor.has_value()) {
-    if (lr_tensor->device().is_cpu())
-      lr = lr_tensor->item<double>();
-    else
-      lr_t = device_float(*lr_tensor, device, "lr");
-  }
-  if (grad_scale.has_value()) scale_t = device_float(*grad_scale, device, "grad_scale");
-  if (found_inf.has_value()) inf_t = device_float(*found_inf, device, "found_inf");
+  const StepTensors st(device, lr_tensor, grad_scale, found_inf, &lr);
+  const auto& [lr_t, scale_t, inf_t] = st;
   Workspace ws;
   for (size_t i = 0; i < params.size(); ++i) {
     const at::Tensor& p0 = params[i];

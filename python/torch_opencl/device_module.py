@@ -286,18 +286,10 @@ def set_rng_state(new_state: torch.Tensor, device: _DeviceLike = "opencl") -> No
 
 from .amp import get_amp_supported_dtype, is_bf16_supported, is_fp16_supported  # noqa: E402
 from .random import get_rng_state_all, set_rng_state_all  # noqa: E402
+from . import random as _random, streams as _streams  # noqa: E402
 from .streams import Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream  # noqa: E402
 
-__all__ += [
-    "Stream",
-    "Event",
-    "StreamContext",
-    "stream",
-    "current_stream",
-    "default_stream",
-    "set_stream",
-    "get_rng_state_all",
-    "set_rng_state_all",
+__all__ += _streams.__all__ + _random.__all__ + [
     "get_amp_supported_dtype",
     "is_bf16_supported",
     "is_fp16_supported",
