@@ -1,0 +1,199 @@
+// sort (values and indices, stable or not: the kernels always give the stable order), and topk
+// as a sort narrowed to its first k. The sorted dim is moved last and made contiguous; the rows
+// are sorted by kernels_cl/sort.cl (one program per dtype) and the results copied back into the
+// outputs' layout. argsort and the sort.values out= form reach these through ATen's composites.
+#include <ATen/ATen.h>
+#include <ATen/MetaFunctions.h>
+#include <ATen/WrapDimUtils.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <climits>
+
+#include "aten/cl_types.h"
+#include "aten/kernel_program.h"
+#include "aten/opencl_tensor.h"
+#include "aten/structured.h"
+#include "runtime/device.h"
+
+namespace torch_opencl {
+namespace {
+
+using at::Tensor;
+
+constexpr int64_t kSmallRow = 16;      // SMALL in kernels_cl/sort.cl
+constexpr int64_t kMaxLocalRow = 4096;  // the longest padded row sorted in one work-group
+
+int64_t next_pow2(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+int64_t prev_pow2(int64_t v) {
+  int64_t p = 1;
+  while (p * 2 <= v) p <<= 1;
+  return p;
+}
+
+size_t kernel_group_limit(cl_kernel k, int device) {
+  size_t size = 0;
+  TOCL_CHECK(clGetKernelWorkGroupInfo(k, tocl::device_info(device).id, CL_KERNEL_WORK_GROUP_SIZE, sizeof(size),
+                                      &size, nullptr));
+  return size;
+}
+
+// Sets the two trailing __local arrays (count keys of key_size bytes, count ints) from argument `index`.
+void set_local_arrays(cl_kernel k, cl_uint index, int64_t count, size_t key_size) {
+  TOCL_CHECK(clSetKernelArg(k, index, static_cast<size_t>(count) * key_size, nullptr));
+  TOCL_CHECK(clSetKernelArg(k, index + 1, static_cast<size_t>(count) * sizeof(cl_int), nullptr));
+}
+
+// Sorts the rows of `in` (contiguous rows x n) into contiguous `values` and int64 `indices`.
+void sort_rows(const Tensor& in, int64_t rows, int64_t n, bool desc, const Tensor& values, const Tensor& indices) {
+  const int device = device_index(in);
+  const int stream = current_stream_of(in);
+  TORCH_CHECK(n < INT_MAX / 2, "sort: a dimension of ", n, " elements is too long for opencl (at most ", INT_MAX / 2,
+              ")");
+  const cl_int N = static_cast<cl_int>(n), D = desc ? 1 : 0;
+  if (n <= kSmallRow) {
+    cl_kernel k = dtype_kernel(in, "sort.cl", "sort_small");
+    tocl::set_args(k, buffer_arg(values), buffer_arg(indices), buffer_arg(in), static_cast<cl_long>(rows), N, D);
+    tocl::enqueue_1d(device, stream, k, rows);
+    return;
+  }
+  const auto key_type = compute_dtype(in.scalar_type());
+  const size_t key_size = c10::elementSize(key_type);
+  const auto& info = tocl::device_info(device);
+  // The longest power-of-two block whose keys and positions fit in local memory (with room to spare).
+  const int64_t local_cap =
+      std::min<int64_t>(kMaxLocalRow, prev_pow2(static_cast<int64_t>(info.local_mem_size / 2) /
+                                                static_cast<int64_t>(key_size + sizeof(cl_int))));
+  TORCH_CHECK(local_cap >= 2, "sort: the device's local memory is too small");
+  const int64_t P = next_pow2(n);
+  if (P <= local_cap) {
+    cl_kernel k = dtype_kernel(in, "sort.cl", "sort_rows_local");
+    const size_t group = std::min<size_t>({static_cast<size_t>(P / 2), kernel_group_limit(k, device), 256});
+    tocl::set_args(k, buffer_arg(values), buffer_arg(indices), buffer_arg(in), N, static_cast<cl_int>(P), D);
+    set_local_arrays(k, 9, P, key_size);
+    tocl::enqueue_1d(device, stream, k, static_cast<size_t>(rows) * group, group);
+    return;
+  }
+  // Rows longer than a work-group can hold: bitonic network over padded scratch rows.
+  const int64_t B = local_cap;
+  auto keys = at::empty({rows * P}, in.options().dtype(key_type));
+  auto idx = at::empty({rows * P}, in.options().dtype(at::kInt));
+  const cl_int Pi = static_cast<cl_int>(P), Bi = static_cast<cl_int>(B);
+  const size_t blocks = static_cast<size_t>(rows * (P / B));
+  cl_kernel init = dtype_kernel(in, "sort.cl", "sort_blocks_local");
+  cl_kernel merge = dtype_kernel(in, "sort.cl", "bitonic_merge_local");
+  cl_kernel step = dtype_kernel(in, "sort.cl", "bitonic_global_step");
+  const size_t group = std::min<size_t>(
+      {static_cast<size_t>(B / 2), kernel_group_limit(init, device), kernel_group_limit(merge, device), 256});
+  tocl::set_args(init, buffer_arg(keys), buffer_arg(idx), buffer_arg(in), N, Pi, Bi, D);
+  set_local_arrays(init, 10, B, key_size);
+  tocl::enqueue_1d(device, stream, init, blocks * group, group);
+  const int64_t pairs = rows * P / 2;
+  for (int64_t k = 2 * B; k <= P; k <<= 1) {
+    for (int64_t j = k / 2; j >= B; j >>= 1) {
+      tocl::set_args(step, buffer_arg(keys), buffer_arg(idx), static_cast<cl_long>(pairs), N, Pi,
+                     static_cast<cl_int>(k), static_cast<cl_int>(j), D);
+      tocl::enqueue_1d(device, stream, step, pairs);
+    }
+    tocl::set_args(merge, buffer_arg(keys), buffer_arg(idx), N, Pi, Bi, static_cast<cl_int>(k), D);
+    set_local_arrays(merge, 9, B, key_size);
+    tocl::enqueue_1d(device, stream, merge, blocks * group, group);
+  }
+  cl_kernel write = dtype_kernel(in, "sort.cl", "sort_write");
+  tocl::set_args(write, buffer_arg(values), buffer_arg(indices), buffer_arg(keys), buffer_arg(idx),
+                 static_cast<cl_long>(rows * n), N, Pi);
+  tocl::enqueue_1d(device, stream, write, rows * n);
+}
+
+// values and indices (any layout, self's shape) = self sorted along dim.
+void sort_into(const Tensor& self, int64_t dim, bool desc, const Tensor& values, const Tensor& indices) {
+  check_same_device({self, values, indices});
+  const c10::DeviceGuard guard(self.device());
+  check_device_supports(self.scalar_type(), device_index(self), "sort");
+  if (self.numel() == 0) return;
+  if (self.dim() == 0) {
+    values.copy_(self);
+    indices.zero_();
+    return;
+  }
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  const int64_t n = self.size(dim);
+  const auto in = self.movedim(dim, -1).contiguous();
+  auto v = values.movedim(dim, -1);
+  auto i = indices.movedim(dim, -1);
+  auto vt = v.is_contiguous() ? v : at::empty(in.sizes(), values.options());
+  auto it = i.is_contiguous() ? i : at::empty(in.sizes(), indices.options());
+  sort_rows(in, in.numel() / n, n, desc, vt, it);
+  if (!v.is_contiguous()) v.copy_(vt);
+  if (!i.is_contiguous()) i.copy_(it);
+}
+
+std::tuple<Tensor, Tensor> sort_stable(const Tensor& self, std::optional<bool> stable, int64_t dim, bool descending) {
+  StructuredFunctional<at::meta::structured_sort_stable, 2> op;
+  op.meta(self, stable, dim, descending);
+  sort_into(self, dim, descending, op.maybe_get_output(0), op.maybe_get_output(1));
+  return {op.take(0), op.take(1)};
+}
+
+std::tuple<Tensor&, Tensor&> sort_stable_out(const Tensor& self, std::optional<bool> stable, int64_t dim,
+                                             bool descending, Tensor& values, Tensor& indices) {
+  StructuredOut<at::meta::structured_sort_stable, 2> op(values, indices);
+  op.meta(self, stable, dim, descending);
+  sort_into(self, dim, descending, op.maybe_get_output(0), op.maybe_get_output(1));
+  op.finish();
+  return {values, indices};
+}
+
+// ---- topk: the first k of the sorted rows (largest: descending), in sorted order ----
+
+void topk_into(const Tensor& self, int64_t k, int64_t dim, bool largest, const Tensor& values,
+               const Tensor& indices) {
+  check_same_device({self, values, indices});
+  const c10::DeviceGuard guard(self.device());
+  check_device_supports(self.scalar_type(), device_index(self), "topk");
+  if (values.numel() == 0) return;
+  if (self.dim() == 0) {
+    values.copy_(self);
+    indices.zero_();
+    return;
+  }
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  auto sorted_values = at::empty(self.sizes(), self.options());
+  auto sorted_indices = at::empty(self.sizes(), self.options().dtype(at::kLong));
+  sort_into(self, dim, largest, sorted_values, sorted_indices);
+  values.copy_(sorted_values.narrow(dim, 0, k));
+  indices.copy_(sorted_indices.narrow(dim, 0, k));
+}
+
+std::tuple<Tensor, Tensor> topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted) {
+  StructuredFunctional<at::meta::structured_topk, 2> op;
+  op.meta(self, k, dim, largest, sorted);
+  topk_into(self, k, dim, largest, op.maybe_get_output(0), op.maybe_get_output(1));
+  return {op.take(0), op.take(1)};
+}
+
+std::tuple<Tensor&, Tensor&> topk_out(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted,
+                                      Tensor& values, Tensor& indices) {
+  StructuredOut<at::meta::structured_topk, 2> op(values, indices);
+  op.meta(self, k, dim, largest, sorted);
+  topk_into(self, k, dim, largest, op.maybe_get_output(0), op.maybe_get_output(1));
+  op.finish();
+  return {values, indices};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("sort.stable", TORCH_FN(sort_stable));
+  m.impl("sort.values_stable", TORCH_FN(sort_stable_out));
+  m.impl("topk", TORCH_FN(topk));
+  m.impl("topk.values", TORCH_FN(topk_out));
+}
+
+}  // namespace torch_opencl

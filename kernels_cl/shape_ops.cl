@@ -1,0 +1,33 @@
+// Gathers that rearrange a tensor without arithmetic: flip, roll, repeat (aten/shape_ops.cpp).
+// For every output element (coordinates i_d, innermost dim first) the source coordinate is
+//   c_d = ((flip_d ? out_size_d - 1 - i_d : i_d) + shift_d) % in_size_d
+// flip: flip_d set; roll: shift_d = the roll's complement; repeat: out_size_d = in_size_d * repeats_d.
+// Sizes and strides (in elements) are arguments, so one program per dtype serves every shape.
+#define MAX_DIMS 16
+
+typedef struct {
+  int ndim;
+  long out_sizes[MAX_DIMS];
+  long in_sizes[MAX_DIMS];
+  long out_strides[MAX_DIMS];
+  long in_strides[MAX_DIMS];
+  long shifts[MAX_DIMS];
+  int flips[MAX_DIMS];
+} GatherGeometry;
+
+__kernel void gather_nd(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset, long total,
+                        GatherGeometry g) {
+  long rest = get_global_id(0);
+  if (rest >= total) return;
+  long src = 0, dst = 0;
+  for (int d = 0; d < g.ndim; ++d) {
+    const long size = g.out_sizes[d];
+    const long i = rest % size;
+    rest /= size;
+    long c = (g.flips[d] ? size - 1 - i : i) + g.shifts[d];
+    c %= g.in_sizes[d];
+    src += c * g.in_strides[d];
+    dst += i * g.out_strides[d];
+  }
+  out[out_offset + dst] = in[in_offset + src];
+}

@@ -1,0 +1,168 @@
+// Sorting the rows of a contiguous (rows, n) tensor: sort, argsort, topk (aten/sort.cpp).
+// T_T/T_CT/LOAD_T/STORE_T: the data dtype (keys are held in T_CT, float for half/bfloat16).
+// Every kernel orders (key, original position) pairs: NaN is the largest key, as on CPU, and
+// equal keys keep their original order (ties go to the smaller position), so the result is
+// the stable sort whatever `stable` asked. Rows are padded to a power of two P; padding has
+// positions >= n and sorts after every real element.
+//   rows of n <= SMALL:     sort_small, one work-item per row (insertion sort)
+//   rows of P <= local cap: sort_rows_local, one work-group per row (bitonic in local memory)
+//   longer rows:            sort_blocks_local, then per merge size k: bitonic_global_step for the
+//                           strides that span blocks and bitonic_merge_local for the rest;
+//                           sort_write copies the first n of each padded row out.
+// No kernel returns before a barrier (PoCL would hang): work is guarded by ifs instead.
+
+#define SMALL 16
+
+// a sorts strictly before b in ascending order (NaN largest).
+inline int key_less(T_CT a, T_CT b) { return (!ACC_ISNAN(a) && ACC_ISNAN(b)) || a < b; }
+
+// (ka at position ia) comes strictly before (kb at position ib).
+inline int before(T_CT ka, int ia, T_CT kb, int ib, int n, int desc) {
+  const int pa = ia >= n, pb = ib >= n;
+  if (pa || pb) return pa != pb ? pb : ia < ib;
+  const int lt = desc ? key_less(kb, ka) : key_less(ka, kb);
+  const int gt = desc ? key_less(ka, kb) : key_less(kb, ka);
+  return lt || (!gt && ia < ib);
+}
+
+// One compare-exchange step (merge size k, stride j) over a local block of `count` elements
+// whose first element sits at position `base` of its padded row.
+inline void local_step(__local T_CT* keys, __local int* idx, int count, long base, long k, int j, int n, int desc) {
+  const int lid = get_local_id(0), lsz = get_local_size(0);
+  for (int t = lid; t < count / 2; t += lsz) {
+    const int i = 2 * t - (t & (j - 1)), l = i + j;
+    const int up = ((base + i) & k) == 0;
+    const T_CT ki = keys[i], kl = keys[l];
+    const int ii = idx[i], il = idx[l];
+    const int swap = up ? before(kl, il, ki, ii, n, desc) : before(ki, ii, kl, il, n, desc);
+    if (swap) {
+      keys[i] = kl;
+      keys[l] = ki;
+      idx[i] = il;
+      idx[l] = ii;
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+__kernel void sort_small(__global T_T* values, ulong v_offset, __global long* indices, ulong i_offset,
+                         __global const T_T* in, ulong in_offset, long rows, int n, int desc) {
+  const long r = get_global_id(0);
+  if (r >= rows) return;
+  T_CT k[SMALL];
+  int p[SMALL];
+  for (int e = 0; e < n; ++e) {
+    const T_CT x = LOAD_T(in, in_offset + r * n + e);
+    int q = e;
+    while (q > 0 && before(x, e, k[q - 1], p[q - 1], n, desc)) {
+      k[q] = k[q - 1];
+      p[q] = p[q - 1];
+      --q;
+    }
+    k[q] = x;
+    p[q] = e;
+  }
+  for (int e = 0; e < n; ++e) {
+    STORE_T(values, v_offset + r * n + e, k[e]);
+    indices[i_offset + r * n + e] = p[e];
+  }
+}
+
+// One work-group per row; keys and idx hold P elements each.
+__kernel void sort_rows_local(__global T_T* values, ulong v_offset, __global long* indices, ulong i_offset,
+                              __global const T_T* in, ulong in_offset, int n, int P, int desc,
+                              __local T_CT* keys, __local int* idx) {
+  const long r = get_group_id(0);
+  const int lid = get_local_id(0), lsz = get_local_size(0);
+  for (int e = lid; e < P; e += lsz) {
+    keys[e] = e < n ? LOAD_T(in, in_offset + r * n + e) : (T_CT)0;
+    idx[e] = e;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int k = 2; k <= P; k <<= 1)
+    for (int j = k >> 1; j > 0; j >>= 1) local_step(keys, idx, P, 0, k, j, n, desc);
+  for (int e = lid; e < n; e += lsz) {
+    STORE_T(values, v_offset + r * n + e, keys[e]);
+    indices[i_offset + r * n + e] = idx[e];
+  }
+}
+
+// Group g sorts block g % (P / B) of row g / (P / B) from the input into the scratch rows
+// (keys_out, idx_out: rows x P), ascending or descending by the block's place in the network.
+__kernel void sort_blocks_local(__global T_CT* keys_out, ulong k_offset, __global int* idx_out, ulong x_offset,
+                                __global const T_T* in, ulong in_offset, int n, int P, int B, int desc,
+                                __local T_CT* keys, __local int* idx) {
+  const long g = get_group_id(0);
+  const long blocks = P / B;
+  const long r = g / blocks;
+  const int base = (int)(g % blocks) * B;
+  const int lid = get_local_id(0), lsz = get_local_size(0);
+  for (int e = lid; e < B; e += lsz) {
+    const int pos = base + e;
+    keys[e] = pos < n ? LOAD_T(in, in_offset + r * n + pos) : (T_CT)0;
+    idx[e] = pos;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int k = 2; k <= B; k <<= 1)
+    for (int j = k >> 1; j > 0; j >>= 1) local_step(keys, idx, B, base, k, j, n, desc);
+  for (int e = lid; e < B; e += lsz) {
+    keys_out[k_offset + r * P + base + e] = keys[e];
+    idx_out[x_offset + r * P + base + e] = idx[e];
+  }
+}
+
+// One work-item per pair: stride j of merge size k over every padded row.
+__kernel void bitonic_global_step(__global T_CT* keys, ulong k_offset, __global int* idx, ulong x_offset,
+                                  long pairs, int n, int P, int k, int j, int desc) {
+  const long g = get_global_id(0);
+  if (g >= pairs) return;
+  const long half_p = P / 2;
+  const long r = g / half_p;
+  const int t = (int)(g % half_p);
+  const int i = 2 * t - (t & (j - 1)), l = i + j;
+  const int up = (i & k) == 0;
+  __global T_CT* kr = keys + k_offset + r * P;
+  __global int* xr = idx + x_offset + r * P;
+  const T_CT ki = kr[i], kl = kr[l];
+  const int ii = xr[i], il = xr[l];
+  const int swap = up ? before(kl, il, ki, ii, n, desc) : before(ki, ii, kl, il, n, desc);
+  if (swap) {
+    kr[i] = kl;
+    kr[l] = ki;
+    xr[i] = il;
+    xr[l] = ii;
+  }
+}
+
+// Strides B/2 .. 1 of merge size k, one work-group per block of B scratch elements.
+__kernel void bitonic_merge_local(__global T_CT* keys_g, ulong k_offset, __global int* idx_g, ulong x_offset,
+                                  int n, int P, int B, int k, int desc, __local T_CT* keys, __local int* idx) {
+  const long g = get_group_id(0);
+  const long blocks = P / B;
+  const long r = g / blocks;
+  const int base = (int)(g % blocks) * B;
+  const int lid = get_local_id(0), lsz = get_local_size(0);
+  __global T_CT* kr = keys_g + k_offset + r * P + base;
+  __global int* xr = idx_g + x_offset + r * P + base;
+  for (int e = lid; e < B; e += lsz) {
+    keys[e] = kr[e];
+    idx[e] = xr[e];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int j = B >> 1; j > 0; j >>= 1) local_step(keys, idx, B, base, k, j, n, desc);
+  for (int e = lid; e < B; e += lsz) {
+    kr[e] = keys[e];
+    xr[e] = idx[e];
+  }
+}
+
+// values/indices (rows, n) = the first n of each padded scratch row.
+__kernel void sort_write(__global T_T* values, ulong v_offset, __global long* indices, ulong i_offset,
+                         __global const T_CT* keys, ulong k_offset, __global const int* idx, ulong x_offset,
+                         long total, int n, int P) {
+  const long e = get_global_id(0);
+  if (e >= total) return;
+  const long r = e / n, c = e % n;
+  STORE_T(values, v_offset + e, keys[k_offset + r * P + c]);
+  indices[i_offset + e] = idx[x_offset + r * P + c];
+}
