@@ -1,10 +1,16 @@
-// arange on the device: one pointwise kernel writes start + i * step, computed in
-// double (float without fp64) as CPU computes it in its accumulate type.
+// arange, linspace and logspace on the device: pointwise kernels over the element's
+// index, with CPU's formulas and types (RangeFactories.cpp, cpu/RangeFactoriesKernel.cpp):
+// arange in the accumulate type; linspace in the output type (double for integers), the
+// first half counted up from start and the second down from end; logspace as pow(base, the
+// same exponents in double).
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/native/RangeUtils.h>
 #include <torch/library.h>
+
+#include <cmath>
+#include <type_traits>
 
 #include "aten/cl_types.h"
 #include "aten/pointwise.h"
@@ -29,8 +35,85 @@ at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c
   return out;
 }
 
+// The type CPU computes linspace in: the output's own (float for half and bfloat16, whose
+// rounding after each step is not reproduced), double for integers (float without fp64).
+c10::ScalarType linspace_compute(c10::ScalarType out, int device) {
+  if (at::isFloatingType(out)) return compute_dtype(out);
+  return tocl::device_info(device).fp64 ? at::kDouble : at::kFloat;
+}
+
+// out (1-D, steps >= 2 elements) = first + step * i for i < steps / 2, else last - step * (steps - 1 - i).
+void two_sided_ramp(const at::Tensor& out, double first, double last, double step, c10::ScalarType compute) {
+  const int64_t steps = out.numel(), halfway = steps / 2;
+  auto head = out.narrow(0, 0, halfway);
+  auto tail = out.narrow(0, halfway, steps - halfway);
+  auto head_iter = at::TensorIterator::nullary_op(head);
+  run_pointwise(head_iter, {"ramp_up", "s0 + s1 * (C_T)lin", nullptr}, {first, step}, compute);
+  auto tail_iter = at::TensorIterator::nullary_op(tail);
+  run_pointwise(tail_iter, {"ramp_down", "s0 - s1 * (s2 - (C_T)lin)", nullptr},
+                {last, step, static_cast<double>(steps - halfway - 1)}, compute);
+}
+
+at::Tensor& linspace_out(const c10::Scalar& start, const c10::Scalar& end, int64_t steps, at::Tensor& out) {
+  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  TORCH_CHECK(!at::isComplexType(out.scalar_type()) && out.scalar_type() != at::kBool, "\"linspace\" not implemented for '",
+              out.scalar_type(), "' on opencl");
+  if (out.numel() != steps) out.resize_({steps});
+  if (steps == 0) return out;
+  if (steps == 1) return out.fill_(start);
+  const int device = out.device().index();
+  check_device_supports(out.scalar_type(), device, "linspace");
+  double first = 0, last = 0, step = 0;
+  AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "linspace_opencl", [&] {
+    const scalar_t s = start.to<scalar_t>(), e = end.to<scalar_t>();
+    first = static_cast<double>(s);
+    last = static_cast<double>(e);
+    if constexpr (std::is_integral_v<scalar_t>) {
+      step = (static_cast<double>(e) - static_cast<double>(s)) / static_cast<double>(steps - 1);
+    } else {
+      step = static_cast<double>((e - s) / static_cast<scalar_t>(steps - 1));  // in scalar_t, as CPU
+    }
+  });
+  auto r = out.is_contiguous() ? out : at::empty({steps}, out.options());
+  two_sided_ramp(r, first, last, step, linspace_compute(out.scalar_type(), device));
+  if (!r.is_same(out)) out.copy_(r);
+  return out;
+}
+
+at::Tensor& logspace_out(const c10::Scalar& start, const c10::Scalar& end, int64_t steps, double base,
+                         at::Tensor& out) {
+  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  TORCH_CHECK(!at::isComplexType(out.scalar_type()) && out.scalar_type() != at::kBool, "\"logspace\" not implemented for '",
+              out.scalar_type(), "' on opencl");
+  if (out.numel() != steps) out.resize_({steps});
+  if (steps == 0) return out;
+  if (steps == 1) return out.fill_(std::pow(base, start.to<double>()));
+  const int device = out.device().index();
+  check_device_supports(out.scalar_type(), device, "logspace");
+  double first = 0, last = 0, step = 0, b = base;
+  AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "logspace_opencl", [&] {
+    const scalar_t s = start.to<scalar_t>(), e = end.to<scalar_t>();
+    first = static_cast<double>(s);
+    last = static_cast<double>(e);
+    step = static_cast<double>(e - s) / static_cast<double>(steps - 1);  // the difference in scalar_t, as CPU
+    if constexpr (std::is_integral_v<scalar_t>) b = static_cast<float>(base);  // CPU's base is a float here
+  });
+  const auto compute = tocl::device_info(device).fp64 ? at::kDouble : at::kFloat;
+  auto exponents = at::empty({steps}, out.options().dtype(compute));
+  two_sided_ramp(exponents, first, last, step, compute);
+  auto r = out.is_contiguous() ? out : at::empty({steps}, out.options());
+  auto iter = at::TensorIteratorConfig().check_all_same_dtype(false).add_output(r).add_const_input(exponents).build();
+  run_pointwise(iter, {"logspace", "pow(s0, a)", nullptr}, {b}, compute);
+  if (!r.is_same(out)) out.copy_(r);
+  return out;
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("arange.start_out", TORCH_FN(arange_out)); }
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("arange.start_out", TORCH_FN(arange_out));
+  m.impl("linspace.out", TORCH_FN(linspace_out));
+  m.impl("logspace.out", TORCH_FN(logspace_out));
+}
 
 }  // namespace torch_opencl
