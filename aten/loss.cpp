@@ -10,6 +10,7 @@
 
 #include <tuple>
 
+#include "aten/cl_types.h"
 #include "aten/index_bounds.h"
 #include "aten/kernel_program.h"
 #include "aten/opencl_tensor.h"
@@ -347,6 +348,80 @@ Tensor smooth_l1_loss_backward(const Tensor& grad_output, const Tensor& self, co
   return smooth_l1_loss_backward_out(grad_output, self, target, reduction, beta, grad_input);
 }
 
+// ---- binary_cross_entropy: as CPU, the elementwise loss (log clamped at -100), times weight, reduced ----
+
+// CPU's errors for probabilities outside [0, 1] (NaN included): one pointwise pass and a read back.
+void check_probabilities(const Tensor& input, const Tensor& target) {
+  if (input.numel() == 0) return;
+  auto codes = at::empty(input.sizes(), input.options().dtype(at::kByte));
+  auto iter = at::TensorIteratorConfig()
+                  .check_all_same_dtype(false)
+                  .add_output(codes)
+                  .add_const_input(input)
+                  .add_const_input(target)
+                  .build();
+  run_pointwise(iter,
+                {"bce_range", "!(a >= (C_T)0 && a <= (C_T)1) ? (C_T)2 : (!(b >= (C_T)0 && b <= (C_T)1) ? (C_T)1 : (C_T)0)",
+                 nullptr},
+                {}, compute_dtype(input.scalar_type()));
+  const int worst = at::max(codes).item<int>();
+  TORCH_CHECK(worst != 2, "all elements of input should be between 0 and 1");
+  TORCH_CHECK(worst != 1, "all elements of target should be between 0 and 1");
+}
+
+Tensor bce_loss(const Tensor& self, const Tensor& target, const OptTensor& weight_opt,
+                            int64_t reduction) {
+  const auto weight = weight_or_empty(weight_opt);
+  check_same_device({self, target, weight});
+  const c10::DeviceGuard guard(self.device());
+  check_probabilities(self, target);
+  Tensor loss = at::empty_like(self);
+  auto iter = at::TensorIteratorConfig()
+                  .add_owned_output(at::squeeze(loss))
+                  .add_owned_const_input(at::squeeze(self))
+                  .add_owned_const_input(at::squeeze(target))
+                  .build();
+  run_pointwise(iter, {"binary_cross_entropy",
+                       "(b - (C_T)1) * fmax(log1p(-a), (C_T)-100) - b * fmax(log(a), (C_T)-100)", nullptr});
+  if (weight.defined()) loss.mul_(weight);
+  if (reduction == at::Reduction::Mean) return loss.mean();
+  if (reduction == at::Reduction::Sum) return loss.sum();
+  return loss;
+}
+
+Tensor& bce_loss_out(const Tensor& self, const Tensor& target, const OptTensor& weight,
+                                 int64_t reduction, Tensor& out) {
+  const auto loss = bce_loss(self, target, weight, reduction);
+  at::native::resize_output(out, loss.sizes());
+  out.copy_(loss);
+  return out;
+}
+
+// grad * (x - y) / max((1 - x) * x, 1e-12), times weight, divided by numel for 'mean'.
+Tensor& bce_loss_backward_out(const Tensor& grad_output, const Tensor& self, const Tensor& target,
+                                          const OptTensor& weight_opt, int64_t reduction, Tensor& grad_input) {
+  const auto weight = weight_or_empty(weight_opt);
+  check_same_device({grad_output, self, target, weight, grad_input});
+  const c10::DeviceGuard guard(self.device());
+  at::native::resize_output(grad_input, self.sizes());
+  auto iter = at::TensorIteratorConfig()
+                  .add_owned_output(at::squeeze(grad_input))
+                  .add_owned_const_input(at::squeeze(grad_output))
+                  .add_owned_const_input(at::squeeze(self))
+                  .add_owned_const_input(at::squeeze(target))
+                  .build();
+  run_pointwise(iter, {"binary_cross_entropy_backward", "a * (b - c) / fmax(((C_T)1 - b) * b, (C_T)1e-12)", nullptr});
+  if (weight.defined()) grad_input.mul_(weight);
+  if (reduction == at::Reduction::Mean) grad_input.div_(self.numel());
+  return grad_input;
+}
+
+Tensor bce_loss_backward(const Tensor& grad_output, const Tensor& self, const Tensor& target,
+                                     const OptTensor& weight, int64_t reduction) {
+  auto grad_input = at::empty_like(self);
+  return bce_loss_backward_out(grad_output, self, target, weight, reduction, grad_input);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -366,6 +441,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("smooth_l1_loss.out", TORCH_FN(smooth_l1_loss_out));
   m.impl("smooth_l1_loss_backward", TORCH_FN(smooth_l1_loss_backward));
   m.impl("smooth_l1_loss_backward.grad_input", TORCH_FN(smooth_l1_loss_backward_out));
+  m.impl("binary_cross_entropy", TORCH_FN(bce_loss));
+  m.impl("binary_cross_entropy.out", TORCH_FN(bce_loss_out));
+  m.impl("binary_cross_entropy_backward", TORCH_FN(bce_loss_backward));
+  m.impl("binary_cross_entropy_backward.grad_input", TORCH_FN(bce_loss_backward_out));
 }
 
 }  // namespace torch_opencl

@@ -239,6 +239,47 @@ at::Tensor hardswish_backward(const at::Tensor& grad_output, const at::Tensor& s
   return iter.output();
 }
 
+// log_sigmoid as CPU computes it: buffer = exp(-|x|), output = min(x, 0) - log1p(buffer); the
+// backward reads the buffer. Contiguous outputs, as CPU's.
+std::tuple<at::Tensor&, at::Tensor&> log_sigmoid_forward_out(const at::Tensor& self, at::Tensor& output,
+                                                             at::Tensor& buffer) {
+  output.resize_as_(self);
+  buffer.resize_as_(self, at::MemoryFormat::Contiguous);
+  TORCH_CHECK(buffer.is_contiguous(), "Contiguous buffer required for log_sigmoid with out parameter");
+  const at::Tensor input = self.contiguous();
+  at::Tensor result = output.is_contiguous() ? output : at::empty_like(output, at::MemoryFormat::Contiguous);
+  auto buffer_iter = at::TensorIteratorConfig().add_output(buffer).add_const_input(input).build();
+  run_pointwise(buffer_iter, {"log_sigmoid_buffer", "exp(-fabs(a))", nullptr});
+  auto iter = at::TensorIteratorConfig().add_output(result).add_const_input(input).add_const_input(buffer).build();
+  run_pointwise(iter, {"log_sigmoid_forward", "fmin(a, (C_T)0) - log1p(b)", nullptr});
+  if (!result.is_same(output)) output.copy_(result);
+  return {output, buffer};
+}
+std::tuple<at::Tensor, at::Tensor> log_sigmoid_forward(const at::Tensor& self) {
+  at::Tensor output = at::empty_like(self, at::MemoryFormat::Contiguous);
+  at::Tensor buffer = at::empty_like(self, at::MemoryFormat::Contiguous);
+  log_sigmoid_forward_out(self, output, buffer);
+  return {output, buffer};
+}
+
+constexpr PointwiseExpr kLogSigmoidBackward{
+    "log_sigmoid_backward", "(a < (C_T)0 ? (C_T)1 - b / ((C_T)1 + b) : b / ((C_T)1 + b)) * c", nullptr};
+at::Tensor& log_sigmoid_backward_out(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& buffer,
+                                     at::Tensor& grad_input) {
+  auto iter = at::TensorIteratorConfig()
+                  .add_output(grad_input)
+                  .add_const_input(self)
+                  .add_const_input(buffer)
+                  .add_const_input(grad_output)
+                  .build();
+  run_pointwise(iter, kLogSigmoidBackward);
+  return grad_input;
+}
+at::Tensor log_sigmoid_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& buffer) {
+  at::Tensor grad_input = at::empty_like(grad_output);
+  return log_sigmoid_backward_out(grad_output, self, buffer, grad_input);
+}
+
 at::Tensor relu(const at::Tensor& self) {
   TORCH_CHECK(self.scalar_type() != at::kBool, "Boolean inputs not supported for relu");
   return at::clamp_min(self, 0);
@@ -274,6 +315,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("hardswish_", TORCH_FN(hardswish_));
   m.impl("hardswish.out", TORCH_FN(hardswish_out));
   m.impl("hardswish_backward", TORCH_FN(hardswish_backward));
+  m.impl("log_sigmoid_forward", TORCH_FN(log_sigmoid_forward));
+  m.impl("log_sigmoid_forward.output", TORCH_FN(log_sigmoid_forward_out));
+  m.impl("log_sigmoid_backward", TORCH_FN(log_sigmoid_backward));
+  m.impl("log_sigmoid_backward.grad_input", TORCH_FN(log_sigmoid_backward_out));
   m.impl("relu", TORCH_FN(relu));
   m.impl("relu_", TORCH_FN(relu_));
 }
