@@ -42,17 +42,9 @@ c10::ScalarType linspace_compute(c10::ScalarType out, int device) {
   return tocl::device_info(device).fp64 ? at::kDouble : at::kFloat;
 }
 
-// out (1-D, steps >= 2 elements) = first + step * i for i < steps / 2, else last - step * (steps - 1 - i).
-void two_sided_ramp(const at::Tensor& out, double first, double last, double step, c10::ScalarType compute) {
-  const int64_t steps = out.numel(), halfway = steps / 2;
-  auto head = out.narrow(0, 0, halfway);
-  auto tail = out.narrow(0, halfway, steps - halfway);
-  auto head_iter = at::TensorIterator::nullary_op(head);
-  run_pointwise(head_iter, {"ramp_up", "s0 + s1 * (C_T)lin", nullptr}, {first, step}, compute);
-  auto tail_iter = at::TensorIterator::nullary_op(tail);
-  run_pointwise(tail_iter, {"ramp_down", "s0 - s1 * (s2 - (C_T)lin)", nullptr},
-                {last, step, static_cast<double>(steps - halfway - 1)}, compute);
-}
+// Element i of a 1-D contiguous out of n >= 2 elements, as CPU's linspace_kernel: counted up from first
+// for i < n / 2, down from last otherwise (n is the engine's element count).
+#define TWO_SIDED_RAMP "(lin < n / 2 ? s0 + s2 * (C_T)lin : s1 - s2 * (C_T)(n - lin - 1))"
 
 at::Tensor& linspace_out(const c10::Scalar& start, const c10::Scalar& end, int64_t steps, at::Tensor& out) {
   TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
@@ -75,7 +67,9 @@ at::Tensor& linspace_out(const c10::Scalar& start, const c10::Scalar& end, int64
     }
   });
   auto r = out.is_contiguous() ? out : at::empty({steps}, out.options());
-  two_sided_ramp(r, first, last, step, linspace_compute(out.scalar_type(), device));
+  auto iter = at::TensorIterator::nullary_op(r);
+  run_pointwise(iter, {"linspace", TWO_SIDED_RAMP, nullptr}, {first, last, step},
+                linspace_compute(out.scalar_type(), device));
   if (!r.is_same(out)) out.copy_(r);
   return out;
 }
@@ -99,11 +93,17 @@ at::Tensor& logspace_out(const c10::Scalar& start, const c10::Scalar& end, int64
     if constexpr (std::is_integral_v<scalar_t>) b = static_cast<float>(base);  // CPU's base is a float here
   });
   const auto compute = tocl::device_info(device).fp64 ? at::kDouble : at::kFloat;
-  auto exponents = at::empty({steps}, out.options().dtype(compute));
-  two_sided_ramp(exponents, first, last, step, compute);
   auto r = out.is_contiguous() ? out : at::empty({steps}, out.options());
-  auto iter = at::TensorIteratorConfig().check_all_same_dtype(false).add_output(r).add_const_input(exponents).build();
-  run_pointwise(iter, {"logspace", "pow(s0, a)", nullptr}, {b}, compute);
+  // The base is a host scalar input (a): the three scalar arguments hold the ramp.
+  const auto base_tensor = at::scalar_tensor(b, at::TensorOptions().dtype(at::kDouble));
+  auto iter = at::TensorIteratorConfig()
+                  .check_all_same_dtype(false)
+                  .allow_cpu_scalars(true)
+                  .resize_outputs(false)
+                  .add_output(r)
+                  .add_const_input(base_tensor)
+                  .build();
+  run_pointwise(iter, {"logspace", "pow(a, " TWO_SIDED_RAMP ")", nullptr}, {first, last, step}, compute);
   if (!r.is_same(out)) out.copy_(r);
   return out;
 }

@@ -7,6 +7,7 @@
 //   NSCALAR                  scalar arguments s0.. (C_T)
 //   EXPR                     the expression over a, b, c, s0, s1, s2 and lin, the
 //                            element's linear index in the iteration (arange uses it)
+//                            and n, the element count (linspace uses it)
 // Sizes and strides are arguments, so one program serves every shape.
 #define MAX_DIMS 12
 
