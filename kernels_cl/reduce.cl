@@ -21,7 +21,7 @@
 enum {
   OP_SUM = 0, OP_PROD = 1, OP_MAX = 2, OP_MIN = 3, OP_MEAN = 4, OP_ANY = 5, OP_ALL = 6,
   OP_NORM_P = 7, OP_NORM_0 = 8, OP_NORM_1 = 9, OP_NORM_2 = 10, OP_NORM_INF = 11, OP_NORM_NEGINF = 12,
-  OP_VAR = 13, OP_STD = 14, OP_LOGSUMEXP = 15
+  OP_VAR = 13, OP_STD = 14, OP_LOGSUMEXP = 15, OP_NANSUM = 16
 };
 
 typedef struct {
@@ -94,6 +94,7 @@ inline ACC_T map_in(int op, ACC_T x, ACC_T p, ACC_T center) {
     case OP_NORM_P: return pow(fabs(x), p);
     case OP_VAR: case OP_STD: { const ACC_T d = x - center; return d * d; }
     case OP_LOGSUMEXP: return exp(x - center);
+    case OP_NANSUM: return isnan(x) ? (ACC_T)0 : x;
 #endif
     default: return x;
   }
