@@ -1,5 +1,5 @@
 // Random distributions on the device: uniform_, normal_, bernoulli_, random_,
-// exponential_ and native dropout, over the Philox generator in kernels_cl/random.cl.
+// exponential_, log_normal_, geometric_, cauchy_ and native dropout, over the Philox generator in kernels_cl/random.cl.
 // ATen's DistributionTemplates do the argument checks and range arithmetic, as on CPU;
 // the kernels below fill a contiguous output (or a contiguous temporary that is then
 // copied into a strided one). Each call advances the generator's offset by the 32-bit
@@ -9,6 +9,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <cmath>
 #include <mutex>
 #include <unordered_map>
 
@@ -140,6 +141,27 @@ struct ExponentialKernel {
 };
 
 template <typename RNG>
+struct LogNormalKernel {
+  void operator()(at::TensorIteratorBase& iter, double mean, double std, std::optional<at::Generator> gen) {
+    fill_through(iter.tensor(0), [&](const at::Tensor& t) { launch("log_normal", t, gen, false, {F(mean), F(std)}); });
+  }
+};
+
+template <typename RNG>
+struct GeometricKernel {
+  void operator()(at::TensorIteratorBase& iter, double p, std::optional<at::Generator> gen) {
+    fill_through(iter.tensor(0), [&](const at::Tensor& t) { launch("geometric", t, gen, false, {F(std::log1p(-p))}); });
+  }
+};
+
+template <typename RNG>
+struct CauchyKernel {
+  void operator()(at::TensorIteratorBase& iter, double median, double sigma, std::optional<at::Generator> gen) {
+    fill_through(iter.tensor(0), [&](const at::Tensor& t) { launch("cauchy", t, gen, false, {F(median), F(sigma)}); });
+  }
+};
+
+template <typename RNG>
 struct BernoulliScalarKernel {
   void operator()(const at::TensorBase& self, double p, std::optional<at::Generator> gen) {
     fill_through(at::Tensor(self), [&](const at::Tensor& t) { launch("bernoulli_scalar", t, gen, false, {F(p)}); });
@@ -224,6 +246,21 @@ at::Tensor& exponential_(at::Tensor& self, double lambda, std::optional<at::Gene
   check_tensor_matches_generator(self, gen);
   return at::native::templates::exponential_impl_<ExponentialKernel, OpenCLGeneratorImpl>(self, lambda, gen);
 }
+at::Tensor& log_normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  check_tensor_matches_generator(self, gen);
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "log_normal_: expected a floating point tensor, got ",
+              self.scalar_type());
+  return at::native::templates::log_normal_impl_<LogNormalKernel, OpenCLGeneratorImpl>(self, mean, std, gen);
+}
+at::Tensor& geometric_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
+  check_tensor_matches_generator(self, gen);
+  TORCH_CHECK(self.scalar_type() != c10::kBool, "geometric_: not implemented for Bool tensors");
+  return at::native::templates::geometric_impl_<GeometricKernel, OpenCLGeneratorImpl>(self, p, gen);
+}
+at::Tensor& cauchy_(at::Tensor& self, double median, double sigma, std::optional<at::Generator> gen) {
+  check_tensor_matches_generator(self, gen);
+  return at::native::templates::cauchy_impl_<CauchyKernel, OpenCLGeneratorImpl>(self, median, sigma, gen);
+}
 at::Tensor& bernoulli_scalar_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
   check_tensor_matches_generator(self, gen);
   return bernoulli_impl_<BernoulliScalarKernel, OpenCLGeneratorImpl>(self, p, gen);
@@ -295,6 +332,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("uniform_", TORCH_FN(uniform_));
   m.impl("normal_", TORCH_FN(normal_));
   m.impl("exponential_", TORCH_FN(exponential_));
+  m.impl("log_normal_", TORCH_FN(log_normal_));
+  m.impl("geometric_", TORCH_FN(geometric_));
+  m.impl("cauchy_", TORCH_FN(cauchy_));
   m.impl("bernoulli_.float", TORCH_FN(bernoulli_scalar_));
   m.impl("bernoulli_.Tensor", TORCH_FN(bernoulli_tensor_));
   m.impl("bernoulli", TORCH_FN(bernoulli));

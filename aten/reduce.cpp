@@ -1,6 +1,7 @@
 // The reduction engine: turns (input, reduced dims, output) into the geometry
 // kernels_cl/reduce.cl takes as arguments, picks a launch (work-group per
-// output, two passes for few outputs, or work-item per output) and runs it.
+// output, two passes for few outputs, work-item per output for contiguous runs,
+// or work-items on adjacent outputs for strided reductions) and runs it.
 // One program per (input, accumulate, output) dtype serves every reduction.
 #include "aten/reduce.h"
 
@@ -195,31 +196,66 @@ int64_t pow2_at_least(int64_t n) {
   return p;
 }
 
+enum class Kind { Group, Serial, Outer };
+
 struct Launch {
-  bool serial = false;
+  Kind kind = Kind::Group;
   int64_t local = 1;
   int64_t nchunks = 1;
   int64_t chunk = 0;
 };
 
-Launch choose_launch(int device, const Plan& plan) {
+// Splits R into nchunks chunks so that about `target` groups run when `groups` run per chunk,
+// keeping at least `min_chunk` elements per chunk.
+void split_reduced(Launch& l, int64_t R, int64_t groups, int64_t target, int64_t min_chunk) {
+  l.nchunks = 1;
+  if (groups < target && R >= 2 * min_chunk) {
+    const int64_t want = (target + groups - 1) / groups;
+    l.nchunks = std::max<int64_t>(1, std::min(want, R / min_chunk));
+  }
+  l.chunk = (R + l.nchunks - 1) / l.nchunks;
+  l.nchunks = l.chunk == 0 ? 1 : (R + l.chunk - 1) / l.chunk;
+}
+
+// Arg reductions: a work-item per output for many outputs, else groups (with chunks for few outputs).
+Launch choose_arg_launch(int device, const Plan& plan) {
   Launch l;
   const auto& info = tocl::device_info(device);
   const int64_t max_local = std::min<int64_t>(kMaxLocal, static_cast<int64_t>(info.max_work_group_size));
-  // Many outputs: one work-item each, unless each reads a long contiguous run (then a group reads it together).
   if (plan.M >= 512 && (!plan.inner_contiguous || plan.R <= 32)) {
-    l.serial = true;
+    l.kind = Kind::Serial;
     return l;
   }
   l.local = std::min(max_local, pow2_at_least(std::max<int64_t>(plan.R, 1)));
-  // Few outputs over many elements: split each output's elements over several groups.
   const int64_t target_groups = std::max<int64_t>(64, 16 * static_cast<int64_t>(info.compute_units));
-  if (plan.M < target_groups && plan.R > 8 * l.local) {
-    const int64_t want = (target_groups + plan.M - 1) / plan.M;
-    l.nchunks = std::max<int64_t>(1, std::min(want, plan.R / (8 * l.local)));
+  split_reduced(l, plan.R, plan.M, target_groups, 8 * l.local);
+  return l;
+}
+
+// Value reductions. Contiguous reduced runs: a work-item per output when there are enough outputs
+// to fill the device, else a group per output (split over chunks for few outputs). Strided ones:
+// reduce_outer, adjacent items on adjacent outputs, unless there are too few outputs to fill a
+// vector of items (then groups again).
+Launch choose_launch(int device, const Plan& plan) {
+  Launch l;
+  const auto& info = tocl::device_info(device);
+  const int64_t units = static_cast<int64_t>(info.compute_units);
+  const int64_t max_local = std::min<int64_t>(kMaxLocal, static_cast<int64_t>(info.max_work_group_size));
+  const int64_t target_groups = std::max<int64_t>(64, 16 * units);
+  if (plan.inner_contiguous && plan.M >= std::max<int64_t>(512, 64 * units)) {
+    l.kind = Kind::Serial;
+    l.local = std::min<int64_t>(64, max_local);
+    return l;
   }
-  l.chunk = (plan.R + l.nchunks - 1) / l.nchunks;
-  l.nchunks = l.chunk == 0 ? 1 : (plan.R + l.chunk - 1) / l.chunk;
+  if (!plan.inner_contiguous && plan.M >= 64) {
+    l.kind = Kind::Outer;
+    l.local = std::min(max_local, pow2_at_least(plan.M));
+    split_reduced(l, plan.R, (plan.M + l.local - 1) / l.local, target_groups, 64);
+    return l;
+  }
+  // Each item accumulates at least 16 contiguous elements before the tree.
+  l.local = std::min(max_local, pow2_at_least(std::max<int64_t>((plan.R + 15) / 16, 1)));
+  split_reduced(l, plan.R, plan.M, target_groups, 64 * l.local);
   return l;
 }
 
@@ -256,7 +292,7 @@ void launch_reduce(const at::Tensor& self, const Plan& plan, const at::Tensor& o
   const AccScalar ap = acc_scalar(p, acc), aq = acc_scalar(p == 0 ? 0 : 1 / p, acc), adiv = acc_scalar(divisor, acc);
   const Launch l = choose_launch(device, plan);
   const cl_int opcode = static_cast<cl_int>(op);
-  if (l.serial) {
+  if (l.kind == Kind::Serial) {
     cl_kernel k = tocl::get_kernel(program, "reduce_serial");
     cl_uint i = 0;
     set_buffer(k, i, self);
@@ -269,7 +305,42 @@ void launch_reduce(const at::Tensor& self, const Plan& plan, const at::Tensor& o
     set_acc(k, i, ap);
     set_acc(k, i, aq);
     set_acc(k, i, adiv);
-    tocl::enqueue_1d(device, stream, k, plan.M);
+    tocl::enqueue_1d(device, stream, k, plan.M, l.local);
+    return;
+  }
+  if (l.kind == Kind::Outer) {
+    at::Tensor partial;
+    if (l.nchunks > 1) partial = at::empty({plan.M * l.nchunks}, self.options().dtype(acc));
+    cl_kernel k = tocl::get_kernel(program, "reduce_outer");
+    cl_uint i = 0;
+    set_buffer(k, i, self);
+    set_buffer(k, i, out);
+    set_buffer(k, i, center);
+    set_buffer(k, i, partial);
+    set_value(k, i, opcode);
+    set_value<cl_long>(k, i, plan.M);
+    set_value<cl_long>(k, i, plan.R);
+    set_value<cl_long>(k, i, l.chunk);
+    set_value<cl_long>(k, i, l.nchunks);
+    set_value(k, i, plan.g);
+    set_acc(k, i, ap);
+    set_acc(k, i, aq);
+    set_acc(k, i, adiv);
+    const int64_t rounded = (plan.M + l.local - 1) / l.local * l.local;
+    tocl::enqueue_1d(device, stream, k, rounded * l.nchunks, l.local);
+    if (l.nchunks == 1) return;
+    cl_kernel k2 = tocl::get_kernel(program, "reduce_outer_partials");
+    i = 0;
+    set_buffer(k2, i, partial);
+    set_buffer(k2, i, out);
+    set_buffer(k2, i, center);
+    set_value(k2, i, opcode);
+    set_value<cl_long>(k2, i, plan.M);
+    set_value<cl_long>(k2, i, l.nchunks);
+    set_value(k2, i, plan.g);
+    set_acc(k2, i, aq);
+    set_acc(k2, i, adiv);
+    tocl::enqueue_1d(device, stream, k2, plan.M, std::min<int64_t>(64, l.local));
     return;
   }
   at::Tensor partial;
@@ -367,11 +438,11 @@ void arg_reduce_into(const at::Tensor& self_in, ReduceMask mask, bool keepdim, c
   const int device = device_index(self);
   const int stream = current_stream_of(self);
   cl_program program = reduce_program(device, in_type, acc, out_type);
-  const Launch l = choose_launch(device, plan);
+  const Launch l = choose_arg_launch(device, plan);
   const cl_int max_flag = is_max ? 1 : 0;
   const cl_int has_values = values.defined() ? 1 : 0;
   const auto acc_size = c10::elementSize(acc);
-  if (l.serial) {
+  if (l.kind == Kind::Serial) {
     cl_kernel k = tocl::get_kernel(program, "argreduce_serial");
     cl_uint i = 0;
     set_buffer(k, i, self);

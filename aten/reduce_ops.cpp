@@ -170,6 +170,49 @@ Tensor prod_all(const Tensor& self, OptType dtype) {
   return out;
 }
 
+// ---- nansum (nanmean is composite over it), aminmax ----
+
+// As CPU: integers sum as sum does; float types skip NaNs, accumulating as sum.
+Tensor& nansum_out(const Tensor& self, OptDims dim, bool keepdim, OptType dtype, Tensor& result) {
+  TORCH_CHECK(!at::isComplexType(self.scalar_type()), "nansum does not support complex inputs");
+  if (at::isIntegralType(self.scalar_type(), /*includeBool=*/true)) return at::sum_out(result, self, dim, keepdim, dtype);
+  const auto type = dtype.value_or(result.scalar_type());
+  TORCH_CHECK(result.scalar_type() == type, "nansum: provided dtype must match dtype of result. Got ",
+              result.scalar_type(), " and ", type, ".");
+  const auto mask = mask_of(self, dim);
+  at::native::resize_output(result, at::native::shape_from_dim_mask(self, mask, keepdim));
+  reduce_into(self, mask, keepdim, result, ReduceOp::NanSum, sum_acc(type));
+  return result;
+}
+Tensor nansum(const Tensor& self, OptDims dim, bool keepdim, OptType dtype) {
+  const auto type = at::native::get_dtype_from_self(self, dtype, /*promote_integers=*/true);
+  Tensor result = at::empty({0}, self.options().dtype(type));
+  return nansum_out(self, dim, keepdim, type, result);
+}
+
+// The meta function checks shapes (no empty reduced dim) and sizes both outputs.
+void aminmax_into(const Tensor& self, std::optional<int64_t> dim, bool keepdim, const Tensor& min, const Tensor& max) {
+  const auto mask = dim ? mask_of_dim(self, *dim) : mask_of(self, std::nullopt);
+  const bool keep = keepdim && self.dim() > 0;
+  const auto acc = accumulate_dtype(self.scalar_type());
+  reduce_into(self, mask, keep, min, ReduceOp::Min, acc);
+  reduce_into(self, mask, keep, max, ReduceOp::Max, acc);
+}
+std::tuple<Tensor, Tensor> aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  StructuredFunctional<at::meta::structured_aminmax, 2> op;
+  op.meta(self, dim, keepdim);
+  aminmax_into(self, dim, keepdim, op.maybe_get_output(0), op.maybe_get_output(1));
+  return {op.take(0), op.take(1)};
+}
+std::tuple<Tensor&, Tensor&> aminmax_out(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& min,
+                                         Tensor& max) {
+  StructuredOut<at::meta::structured_aminmax, 2> op(min, max);
+  op.meta(self, dim, keepdim);
+  aminmax_into(self, dim, keepdim, op.maybe_get_output(0), op.maybe_get_output(1));
+  op.finish();
+  return {min, max};
+}
+
 // ---- variance and standard deviation (two passes: mean, then squared deviations) ----
 
 at::DimVector var_shape(const Tensor& self, ReduceMask mask, bool keepdim, const char* name) {
@@ -304,6 +347,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("std_mean.correction", TORCH_FN(std_mean_correction));
   m.impl("logsumexp", TORCH_FN(logsumexp));
   m.impl("logsumexp.out", TORCH_FN(logsumexp_out));
+  m.impl("nansum", TORCH_FN(nansum));
+  m.impl("nansum.out", TORCH_FN(nansum_out));
+  m.impl("aminmax", TORCH_FN(aminmax));
+  m.impl("aminmax.out", TORCH_FN(aminmax_out));
 }
 
 }  // namespace torch_opencl

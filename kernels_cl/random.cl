@@ -137,3 +137,28 @@ __kernel void random_range64(__global OUT_T* out, ulong out_offset, ulong n, ulo
   for (int j = 0; j < 2; ++j)
     if (first + j < n) STORE_OUT(out, out_offset + first + j, range == 0 ? (long)d[j] : from + (long)(d[j] % range));
 }
+
+// exp of a Box-Muller normal(mean, std).
+__kernel void log_normal(__global OUT_T* out, ulong out_offset, ulong n, ulong seed, ulong block, F_T mean, F_T std) {
+  DRAW_UNIFORMS(PER_ITEM)
+  for (int j = 0; j < PER_ITEM; j += 2) {
+    const F_T radius = sqrt((F_T)-2 * log((F_T)1 - u[j]));
+    const F_T theta = (F_T)(2.0 * M_PI) * u[j + 1];
+    if (first + j < n) STORE_OUT(out, out_offset + first + j, exp(mean + std * radius * cos(theta)));
+    if (first + j + 1 < n) STORE_OUT(out, out_offset + first + j + 1, exp(mean + std * radius * sin(theta)));
+  }
+}
+
+// The number of Bernoulli(p) trials up to the first success: ceil(log(v) / log1p(-p)), v = 1 - u in (0, 1].
+__kernel void geometric(__global OUT_T* out, ulong out_offset, ulong n, ulong seed, ulong block, F_T log1m_p) {
+  DRAW_UNIFORMS(PER_ITEM)
+  for (int j = 0; j < PER_ITEM; ++j)
+    if (first + j < n) STORE_OUT(out, out_offset + first + j, fmax(ceil(log((F_T)1 - u[j]) / log1m_p), (F_T)1));
+}
+
+// median + sigma * tan(pi * (u - 1/2)).
+__kernel void cauchy(__global OUT_T* out, ulong out_offset, ulong n, ulong seed, ulong block, F_T median, F_T sigma) {
+  DRAW_UNIFORMS(PER_ITEM)
+  for (int j = 0; j < PER_ITEM; ++j)
+    if (first + j < n) STORE_OUT(out, out_offset + first + j, median + sigma * tan((F_T)M_PI * (u[j] - (F_T)0.5)));
+}

@@ -8,20 +8,20 @@
 // kept-dim coordinates (innermost first) and the reduced elements r = 0..R-1
 // have reduced-dim coordinates (innermost first).
 //
-// Three ways to launch, chosen by the host:
-//   *_group    one work-group per (output, chunk of R): strided per-item
-//              accumulation, then a local-memory tree. With nchunks > 1 it
+// Ways to launch, chosen by the host:
+//   *_group    one work-group per (output, chunk of R): each item accumulates a
+//              contiguous slice, then a local-memory tree. With nchunks > 1 it
 //              writes partial states that *_partials then reduces.
-//   *_serial   one work-item per output (many outputs, reduced dims not
-//              innermost): adjacent items read adjacent memory; accumulation
-//              is blocked (64 at a time) to keep float error small.
+//   reduce_serial  one work-item per output (many outputs, innermost dim reduced).
+//   reduce_outer   one work-item per output, adjacent items on adjacent outputs
+//              (reduced dims not innermost), optionally split over chunks of R.
+//   argreduce_serial  one work-item per output.
 #define MAX_DIMS 12
-#define SERIAL_BLOCK 64
 
 enum {
   OP_SUM = 0, OP_PROD = 1, OP_MAX = 2, OP_MIN = 3, OP_MEAN = 4, OP_ANY = 5, OP_ALL = 6,
   OP_NORM_P = 7, OP_NORM_0 = 8, OP_NORM_1 = 9, OP_NORM_2 = 10, OP_NORM_INF = 11, OP_NORM_NEGINF = 12,
-  OP_VAR = 13, OP_STD = 14, OP_LOGSUMEXP = 15
+  OP_VAR = 13, OP_STD = 14, OP_LOGSUMEXP = 15, OP_NANSUM = 16
 };
 
 typedef struct {
@@ -94,6 +94,7 @@ inline ACC_T map_in(int op, ACC_T x, ACC_T p, ACC_T center) {
     case OP_NORM_P: return pow(fabs(x), p);
     case OP_VAR: case OP_STD: { const ACC_T d = x - center; return d * d; }
     case OP_LOGSUMEXP: return exp(x - center);
+    case OP_NANSUM: return isnan(x) ? (ACC_T)0 : x;
 #endif
     default: return x;
   }
@@ -147,7 +148,57 @@ inline ACC_T center_of(int op, __global const ACC_T* center, ulong i) {
   return (ACC_T)0;
 }
 
-// Group g handles output g / nchunks, elements [c * chunk, min(R, (c + 1) * chunk)).
+// Accumulates n elements from x with stride 1 into 16 independent lanes (so the
+// compiler vectorises the loop, and each lane sums only n/16 values).
+inline ACC_T accumulate_run(int op, __global const IN_T* x, long n, ACC_T p, ACC_T mu) {
+  ACC_T a[16];
+  long i = 0;
+  if (op == OP_SUM || op == OP_MEAN) {
+    for (int j = 0; j < 16; ++j) a[j] = (ACC_T)0;
+    for (; i + 16 <= n; i += 16)
+      for (int j = 0; j < 16; ++j) a[j] += LOAD_ACC(x, i + j);
+  } else if (op == OP_VAR || op == OP_STD) {
+    for (int j = 0; j < 16; ++j) a[j] = (ACC_T)0;
+    for (; i + 16 <= n; i += 16)
+      for (int j = 0; j < 16; ++j) {
+        const ACC_T d = LOAD_ACC(x, i + j) - mu;
+        a[j] += d * d;
+      }
+  } else {
+    for (int j = 0; j < 16; ++j) a[j] = identity_of(op);
+    for (; i + 16 <= n; i += 16)
+      for (int j = 0; j < 16; ++j) a[j] = combine(op, a[j], map_in(op, LOAD_ACC(x, i + j), p, mu));
+  }
+  ACC_T t = a[0];
+  for (int j = 1; j < 16; ++j) t = combine(op, t, a[j]);
+  for (; i < n; ++i) t = combine(op, t, map_in(op, LOAD_ACC(x, i), p, mu));
+  return t;
+}
+
+// Accumulates the reduced elements [b, e) (row-major over the reduced dims) of one output.
+inline ACC_T accumulate_range(int op, __global const IN_T* src, const ReduceGeometry* g, long b, long e, ACC_T p,
+                              ACC_T mu) {
+  ACC_T acc = identity_of(op);
+  if (g->red_strides[0] == 1) {
+    // Runs along the contiguous innermost reduced dim.
+    const long n0 = g->red_sizes[0];
+    for (long r = b; r < e;) {
+      const long run = min(e - r, n0 - r % n0);
+      acc = combine(op, acc, accumulate_run(op, src + reduced_offset(g, r), run, p, mu));
+      r += run;
+    }
+  } else if (g->red_ndim == 1) {
+    const long s = g->red_strides[0];
+    __global const IN_T* x = src + b * s;
+    for (long r = b; r < e; ++r, x += s) acc = combine(op, acc, map_in(op, LOAD_ACC(x, 0), p, mu));
+  } else {
+    for (long r = b; r < e; ++r) acc = combine(op, acc, map_in(op, LOAD_ACC(src, reduced_offset(g, r)), p, mu));
+  }
+  return acc;
+}
+
+// Group g handles output g / nchunks, elements [c * chunk, min(R, (c + 1) * chunk)); each
+// work-item accumulates a contiguous slice of that range, then a local-memory tree combines them.
 // center: per-output means (contiguous, ACC_T) for var/std, else unused.
 __kernel void reduce_group(__global const IN_T* in, ulong in_offset, __global OUT_T* out, ulong out_offset,
                            __global const ACC_T* center, ulong center_offset, __global ACC_T* partial, ulong partial_offset,
@@ -161,20 +212,10 @@ __kernel void reduce_group(__global const IN_T* in, ulong in_offset, __global OU
   const ACC_T mu = center_of(op, center, center_offset + o);
   const long begin = c * chunk;
   const long end = min(R, begin + chunk);
-  ACC_T acc = identity_of(op);
-  const long step = get_local_size(0);
-  __global const IN_T* src = in + in_offset + base.in;
-  if ((op == OP_SUM || op == OP_MEAN) && g.red_ndim == 1 && g.red_strides[0] == 1) {
-    // The common case without the op switch in the loop.
-    for (long r = begin + get_local_id(0); r < end; r += step) acc += LOAD_ACC(src, r);
-  } else if (g.red_ndim == 1) {
-    const long s = g.red_strides[0];
-    for (long r = begin + get_local_id(0); r < end; r += step)
-      acc = combine(op, acc, map_in(op, LOAD_ACC(src, r * s), p, mu));
-  } else {
-    for (long r = begin + get_local_id(0); r < end; r += step)
-      acc = combine(op, acc, map_in(op, LOAD_ACC(src, reduced_offset(&g, r)), p, mu));
-  }
+  const long group_size = get_local_size(0);
+  const long per = ((end - begin + group_size - 1) / group_size + 15) / 16 * 16;
+  const long b = min(end, begin + (long)get_local_id(0) * per);
+  ACC_T acc = accumulate_range(op, in + in_offset + base.in, &g, b, min(end, b + per), p, mu);
   acc = tree_reduce(op, scratch, acc);
   if (get_local_id(0) != 0) return;
   if (nchunks == 1)
@@ -197,6 +238,7 @@ __kernel void reduce_partials(__global const ACC_T* partial, ulong partial_offse
   if (get_local_id(0) == 0) STORE_OUT(out, out_offset + output_offsets(&g, o).out, finish(op, acc, divisor, q, mu));
 }
 
+// One work-item per output, for many outputs each reducing a contiguous run.
 __kernel void reduce_serial(__global const IN_T* in, ulong in_offset, __global OUT_T* out, ulong out_offset,
                             __global const ACC_T* center, ulong center_offset, int op, long M, long R,
                             ReduceGeometry g, ACC_T p, ACC_T q, ACC_T divisor) {
@@ -204,21 +246,70 @@ __kernel void reduce_serial(__global const IN_T* in, ulong in_offset, __global O
   if (o >= M) return;
   const Offsets base = output_offsets(&g, o);
   const ACC_T mu = center_of(op, center, center_offset + o);
-  __global const IN_T* src = in + in_offset + base.in;
-  ACC_T acc = identity_of(op);
-  for (long r0 = 0; r0 < R; r0 += SERIAL_BLOCK) {
-    const long end = min(R, r0 + SERIAL_BLOCK);
-    ACC_T block = identity_of(op);
-    if ((op == OP_SUM || op == OP_MEAN) && g.red_ndim == 1) {
-      const long s = g.red_strides[0];
-      for (long r = r0; r < end; ++r) block += LOAD_ACC(src, r * s);
-    } else {
-      for (long r = r0; r < end; ++r)
-        block = combine(op, block, map_in(op, LOAD_ACC(src, reduced_offset(&g, r)), p, mu));
-    }
-    acc = combine(op, acc, block);
-  }
+  const ACC_T acc = accumulate_range(op, in + in_offset + base.in, &g, 0, R, p, mu);
   STORE_OUT(out, out_offset + base.out, finish(op, acc, divisor, q, mu));
+}
+
+// Strided reductions (the reduced dims are not innermost, e.g. sum(dim=0) of a matrix): one
+// work-item per output, adjacent items on adjacent outputs, each walking its elements
+// [c * chunk, min(R, (c + 1) * chunk)) by pointer increments. The barrier in the loop makes
+// PoCL run the work-items of a group in lock-step per block of 8 elements, which vectorises
+// the loads across them. The global size is nchunks * (M rounded up to the group size); items
+// past the last output repeat it and store nothing (no early return before a barrier).
+// With nchunks > 1 it writes partial[c * M + o], which reduce_outer_partials combines.
+__kernel void reduce_outer(__global const IN_T* in, ulong in_offset, __global OUT_T* out, ulong out_offset,
+                           __global const ACC_T* center, ulong center_offset, __global ACC_T* partial,
+                           ulong partial_offset, int op, long M, long R, long chunk, long nchunks, ReduceGeometry g,
+                           ACC_T p, ACC_T q, ACC_T divisor) {
+  const long rounded = get_global_size(0) / nchunks;
+  const long c = get_global_id(0) / rounded;
+  const long item = get_global_id(0) % rounded;
+  const long o = min(item, M - 1);
+  const Offsets base = output_offsets(&g, o);
+  const ACC_T mu = center_of(op, center, center_offset + o);
+  const long begin = c * chunk;
+  const long end = min(R, begin + chunk);
+  const int fast_sum = (op == OP_SUM || op == OP_MEAN) && g.red_ndim == 1;
+  const long s = g.red_strides[0];
+  __global const IN_T* src = in + in_offset + base.in;
+  __global const IN_T* x = src + begin * s;
+  ACC_T acc = identity_of(op);
+  long r = begin;
+  for (; r + 8 <= end; r += 8) {
+    if (fast_sum) {
+      acc += ((LOAD_ACC(x, 0) + LOAD_ACC(x, s)) + (LOAD_ACC(x, 2 * s) + LOAD_ACC(x, 3 * s))) +
+             ((LOAD_ACC(x, 4 * s) + LOAD_ACC(x, 5 * s)) + (LOAD_ACC(x, 6 * s) + LOAD_ACC(x, 7 * s)));
+    } else if (g.red_ndim == 1) {
+      ACC_T block = identity_of(op);
+      for (int j = 0; j < 8; ++j) block = combine(op, block, map_in(op, LOAD_ACC(x, j * s), p, mu));
+      acc = combine(op, acc, block);
+    } else {
+      ACC_T block = identity_of(op);
+      for (int j = 0; j < 8; ++j) block = combine(op, block, map_in(op, LOAD_ACC(src, reduced_offset(&g, r + j)), p, mu));
+      acc = combine(op, acc, block);
+    }
+    x += 8 * s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  acc = combine(op, acc, accumulate_range(op, src, &g, r, end, p, mu));
+  if (item < M) {
+    if (nchunks == 1)
+      STORE_OUT(out, out_offset + base.out, finish(op, acc, divisor, q, mu));
+    else
+      partial[partial_offset + c * M + o] = acc;
+  }
+}
+
+// Second pass of reduce_outer: item o combines partial[c * M + o] over the chunks.
+__kernel void reduce_outer_partials(__global const ACC_T* partial, ulong partial_offset, __global OUT_T* out,
+                                    ulong out_offset, __global const ACC_T* center, ulong center_offset, int op,
+                                    long M, long nchunks, ReduceGeometry g, ACC_T q, ACC_T divisor) {
+  const long o = get_global_id(0);
+  if (o >= M) return;
+  const ACC_T mu = center_of(op, center, center_offset + o);
+  ACC_T acc = identity_of(op);
+  for (long c = 0; c < nchunks; ++c) acc = combine(op, acc, partial[partial_offset + c * M + o]);
+  STORE_OUT(out, out_offset + output_offsets(&g, o).out, finish(op, acc, divisor, q, mu));
 }
 
 // ---- Arg reductions: values and first indices of max (is_max) or min ----

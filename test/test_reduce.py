@@ -200,6 +200,46 @@ def test_large():
     compare(lambda t: (t.sum(1), t.max(1), t.std(1), t.sum(0)), z, rtol=1e-4, atol=1e-4)
 
 
+# Shapes that reach each launch of aten/reduce.cpp: groups (with chunks and runs over several
+# reduced dims), a work-item per contiguous row (many outputs), and reduce_outer for strided
+# reductions (one chunk, several chunks with the second pass, reduced dims that do not merge).
+PATH_CASES = {
+    "group_chunks": ((300_001,), None),
+    "group_rows": ((3, 5000), 1),
+    "group_runs": ((50, 66, 3), (0, 2)),
+    "serial_rows": ((600, 37), 1),
+    "outer_chunks": ((1000, 70), 0),
+    "outer_one_chunk": ((70, 600), 0),
+    "outer_3d": ((40, 9, 130), (0, 1)),
+    "group_strided": ((400, 5), 0),
+    "group_runs_130": ((9, 130, 5), (0, 2)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PATH_CASES))
+def test_launch_paths(case):
+    shape, dims = PATH_CASES[case]
+    x = make(shape, F32, seed=3)
+    x.view(-1)[x.numel() // 3] = float("nan") if case != "group_chunks" else 0.5
+    fns = lambda t: (t.sum(dims), t.mean(dims), torch.var(t, dims), t.amax(dims), t.amin(dims),
+                     torch.linalg.vector_norm(t, 2, dims), (t > 1).any(dims) if dims is not None else (t > 1).any())
+    compare(fns, x, rtol=1e-4, atol=1e-4)
+    compare(fns, x.abs().nan_to_num(), rtol=1e-4, atol=1e-4)
+    compare(lambda t: (t.sum(dims), t.amax(dims)), make(shape, I64, seed=4))
+    compare(lambda t: (t.sum(dims), torch.var(t, dims)), make(shape, F64, seed=5))
+    compare(lambda t: t.sum(dims), make(shape, torch.bfloat16, seed=6), rtol=2e-2, atol=2e-1)
+
+
+def test_launch_paths_non_contiguous():
+    base = make((30, 41, 70), F32, seed=7)
+    sliced = base[:, ::2]  # reduced dims 0 and 1 do not merge: reduce_outer's generic walk
+    compare(lambda t: (t.sum((0, 1)), t.var((0, 1)), t.amax((0, 1)), t.sum((0, 2)), t.sum(-1)), sliced, rtol=1e-4,
+            atol=1e-4)
+    wide = make((700, 90), F32, seed=8)
+    compare(lambda t: (t.t().sum(0), t.t().sum(1), t.t().mean(-1, keepdim=True), t.t().std(0)), wide, rtol=1e-4,
+            atol=1e-4)
+
+
 def test_nan_and_ties():
     x = torch.tensor([[1.0, float("nan"), 3.0, float("nan")], [2.0, 5.0, 5.0, -1.0], [0.0, 0.0, 0.0, 0.0]])
     compare(lambda t: (t.amax(1), t.amin(1), t.max(1), t.min(1), t.argmax(1), t.argmin(1), t.max(), t.argmax(),
