@@ -142,7 +142,7 @@ Tensor& masked_scatter_(Tensor& self, const Tensor& mask, const Tensor& source) 
   if (self.numel() == 0) return self;
   const Tensor flags = m->contiguous();
   const auto [offsets, total] = count_nonzero_chunks(flags);
-  TORCH_CHECK(total <= source.numel(), "masked_scatter: Number of elements of source < number of ones in mask");
+  TORCH_CHECK(total <= source.numel(), "Number of elements of source < number of ones in mask");
   if (total == 0) return self;
   const Tensor src = source.contiguous();
   Tensor target = self.is_contiguous() ? self : self.contiguous();
