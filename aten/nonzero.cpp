@@ -1,5 +1,5 @@
 // Operators whose result size depends on the data: nonzero (what torch.where(cond), argwhere and
-// boolean-mask indexing call), masked_select (what printing a tensor calls), and masked_scatter_
+// boolean-mask indexing call; nonzero_static and count_nonzero too), masked_select (what printing a tensor calls), and masked_scatter_
 // (masked_select's backward). Each counts per chunk, scans the counts and reads the total back
 // (they synchronise, as on CUDA), then writes in element order. Kernels in kernels_cl/nonzero.cl.
 #include <ATen/ATen.h>
@@ -92,6 +92,29 @@ Tensor nonzero(const Tensor& self) {
   return nonzero_out(self, out);
 }
 
+// The first `size` rows of nonzero(self), padded with fill_value.
+Tensor& nonzero_static_out(const Tensor& self, int64_t size, int64_t fill_value, Tensor& out) {
+  TORCH_CHECK(size >= 0, "nonzero_static: 'size' must be an non-negative integer");
+  check_same_device({self, out});
+  TORCH_CHECK(out.scalar_type() == at::kLong, "nonzero_static: Expected out tensor to have scalar type Long but got ",
+              "scalar type", out.scalar_type());
+  const auto all = at::nonzero(self);
+  at::native::resize_output(out, {size, self.dim()});
+  if (out.numel() == 0) return out;
+  const int64_t kept = std::min(size, all.size(0));
+  if (kept > 0) out.narrow(0, 0, kept).copy_(all.narrow(0, 0, kept));
+  if (kept < size) out.narrow(0, kept, size - kept).fill_(fill_value);
+  return out;
+}
+
+Tensor nonzero_static(const Tensor& self, int64_t size, int64_t fill_value) {
+  auto out = at::empty({0}, self.options().dtype(at::kLong));
+  return nonzero_static_out(self, size, fill_value, out);
+}
+
+// As CPU: the sum of (self != 0) over dims, int64.
+Tensor count_nonzero(const Tensor& self, at::IntArrayRef dims) { return (self != 0).sum(dims); }
+
 // ---- masked_select ----
 
 Tensor& masked_select_out(const Tensor& self, const Tensor& mask, Tensor& out) {
@@ -159,6 +182,9 @@ Tensor& masked_scatter_(Tensor& self, const Tensor& mask, const Tensor& source) 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero", TORCH_FN(nonzero));
   m.impl("nonzero.out", TORCH_FN(nonzero_out));
+  m.impl("nonzero_static", TORCH_FN(nonzero_static));
+  m.impl("nonzero_static.out", TORCH_FN(nonzero_static_out));
+  m.impl("count_nonzero.dim_IntList", TORCH_FN(count_nonzero));
   m.impl("masked_select", TORCH_FN(masked_select));
   m.impl("masked_select.out", TORCH_FN(masked_select_out));
   m.impl("masked_scatter_", TORCH_FN(masked_scatter_));

@@ -334,6 +334,16 @@ def test_nonzero_matches_cpu(dtype):
     assert torch.equal(out.cpu(), torch.nonzero(x))
 
 
+def test_nonzero_static_and_count_nonzero_match_cpu():
+    x = torch.tensor([[0, 1, 0], [2, 0, 3]])
+    with native_only():
+        for size, fill in [(0, -1), (2, -1), (6, 9)]:
+            assert torch.equal(torch.nonzero_static(x.to(DEV), size=size, fill_value=fill).cpu(),
+                               torch.nonzero_static(x, size=size, fill_value=fill))
+        for dim in [None, 0, (0, 1)]:
+            assert torch.equal(torch.count_nonzero(x.to(DEV), dim=dim).cpu(), torch.count_nonzero(x, dim=dim))
+
+
 def test_nonzero_counts_nan_and_not_negative_zero():
     x = torch.tensor([0.0, -0.0, float("nan"), 1.0, float("inf")])
     with native_only():
