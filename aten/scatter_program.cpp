@@ -85,7 +85,7 @@ void enqueue_update(const at::Tensor& like, cl_kernel kernel, cl_uint first_upda
   if (serial)
     tocl::enqueue_1d(device, current_stream_of(like), kernel, 1, 1);
   else
-    tocl::enqueue_1d(device, current_stream_of(like), kernel, static_cast<size_t>(total));
+    tocl::enqueue_1d(device, current_stream_of(like), kernel, work_items(total));
 }
 
 }  // namespace torch_opencl

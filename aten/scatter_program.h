@@ -15,6 +15,10 @@ enum class Update : cl_int { Assign = 0, Add = 1, Mul = 2, Max = 3, Min = 4 };
 
 constexpr int kGeometryDims = 8;   // MAX_DIMS in the kernel source
 constexpr int kMaxIndices = 8;     // MAX_INDICES
+constexpr int64_t kRun = 16;       // RUN: positions per work-item and turn
+
+// The work-items a kernel of the file takes for `total` positions.
+inline size_t work_items(int64_t total) { return static_cast<size_t>((total + kRun - 1) / kRun); }
 
 // Laid out as `Geometry` in the kernel source (passed by value).
 struct Geometry {

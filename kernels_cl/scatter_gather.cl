@@ -26,20 +26,54 @@ typedef struct {
   long strides[MAX_INDICES];
 } Indexed;
 
-inline void offsets_at(const Geometry* g, long e, long* o0, long* o1, long* o2) {
-  long a = 0, b = 0, c = 0;
+// Each work-item walks runs of RUN consecutive positions: it decomposes the first position (the
+// only divisions) and steps to the next ones by carrying through the dims.
+#define RUN 16
+
+typedef struct {
+  long i[MAX_DIMS];  // position in each dim
+  long o[3];         // the three operands' element offsets
+} Cursor;
+
+inline void cursor_at(const Geometry* g, long e, Cursor* c) {
+  c->o[0] = c->o[1] = c->o[2] = 0;
   for (int d = (int)g->ndim - 1; d >= 0; --d) {
     const long s = g->sizes[d];
-    const long i = e % s;
-    e /= s;
-    a += i * g->strides[0][d];
-    b += i * g->strides[1][d];
-    c += i * g->strides[2][d];
+    const long q = e / s;
+    const long i = e - q * s;
+    e = q;
+    c->i[d] = i;
+    c->o[0] += i * g->strides[0][d];
+    c->o[1] += i * g->strides[1][d];
+    c->o[2] += i * g->strides[2][d];
   }
-  *o0 = a;
-  *o1 = b;
-  *o2 = c;
 }
+
+inline void cursor_step(const Geometry* g, Cursor* c) {
+  for (int d = (int)g->ndim - 1; d >= 0; --d) {
+    c->o[0] += g->strides[0][d];
+    c->o[1] += g->strides[1][d];
+    c->o[2] += g->strides[2][d];
+    if (++c->i[d] < g->sizes[d]) return;
+    c->o[0] -= g->strides[0][d] * g->sizes[d];
+    c->o[1] -= g->strides[1][d] * g->sizes[d];
+    c->o[2] -= g->strides[2][d] * g->sizes[d];
+    c->i[d] = 0;
+  }
+}
+
+// Runs BODY (which reads c.o[0..2]) for every position of [0, total), RUN positions per work-item
+// per turn (the host launches ceil(total / RUN) work-items, or one).
+#define FOR_EACH_POSITION(g, total, BODY)                                          \
+  for (long run = get_global_id(0); run * RUN < (total); run += get_global_size(0)) { \
+    const long first = run * RUN, end = min((total), first + RUN);                \
+    Cursor c;                                                                      \
+    cursor_at(&(g), first, &c);                                                    \
+    for (long e = first; e < end; ++e) {                                           \
+      BODY;                                                                        \
+      cursor_step(&(g), &c);                                                       \
+    }                                                                              \
+  }
 
 // Reduction codes (enum Update in aten/scatter_program.h).
 #define UPDATE_ASSIGN 0
@@ -117,12 +151,10 @@ inline void update(__global T_T* p, long i, ACC v, int op, int atomic) {
 // out[o0] = self[o1 + index[o2] * dim_stride].
 __kernel void gather(__global T_T* out, ulong out_offset, __global const T_T* self, ulong self_offset,
                      __global const I_T* index, ulong index_offset, long total, Geometry g, long dim_stride) {
-  for (long e = get_global_id(0); e < total; e += get_global_size(0)) {
-    long o0, o1, o2;
-    offsets_at(&g, e, &o0, &o1, &o2);
-    const long k = (long)index[index_offset + o2];
-    STORE_T(out, out_offset + o0, LOAD_T(self, self_offset + o1 + k * dim_stride));
-  }
+  FOR_EACH_POSITION(g, total, {
+    const long k = (long)index[index_offset + c.o[2]];
+    STORE_T(out, out_offset + c.o[0], LOAD_T(self, self_offset + c.o[1] + k * dim_stride));
+  })
 }
 
 // Over the index tensor's shape: operand 0 = self with stride 0 along dim, 1 = src (all strides 0
@@ -130,12 +162,10 @@ __kernel void gather(__global T_T* out, ulong out_offset, __global const T_T* se
 __kernel void scatter(__global T_T* self, ulong self_offset, __global const T_T* src, ulong src_offset,
                       __global const I_T* index, ulong index_offset, long total, Geometry g, long dim_stride, int op,
                       int atomic) {
-  for (long e = get_global_id(0); e < total; e += get_global_size(0)) {
-    long o0, o1, o2;
-    offsets_at(&g, e, &o0, &o1, &o2);
-    const long k = (long)index[index_offset + o2];
-    update(self, self_offset + o0 + k * dim_stride, LOAD_T(src, src_offset + o1), op, atomic);
-  }
+  FOR_EACH_POSITION(g, total, {
+    const long k = (long)index[index_offset + c.o[2]];
+    update(self, self_offset + c.o[0] + k * dim_stride, LOAD_T(src, src_offset + c.o[1]), op, atomic);
+  })
 }
 
 // The element offset of advanced indexing's indexed dims for row position `at` of the stacked
@@ -154,11 +184,10 @@ inline long indexed_offset(const Indexed* ix, __global const I_T* indices, ulong
 // 2 = row 0 of the stacked indices. out[o0] = self[o1 + indexed offset].
 __kernel void index_gather(__global T_T* out, ulong out_offset, __global const T_T* self, ulong self_offset,
                            __global const I_T* indices, ulong indices_offset, long total, Geometry g, Indexed ix) {
-  for (long e = get_global_id(0); e < total; e += get_global_size(0)) {
-    long o0, o1, o2;
-    offsets_at(&g, e, &o0, &o1, &o2);
-    STORE_T(out, out_offset + o0, LOAD_T(self, self_offset + o1 + indexed_offset(&ix, indices, indices_offset + o2)));
-  }
+  FOR_EACH_POSITION(g, total, {
+    const long k = indexed_offset(&ix, indices, indices_offset + c.o[2]);
+    STORE_T(out, out_offset + c.o[0], LOAD_T(self, self_offset + c.o[1] + k));
+  })
 }
 
 // Over the indexing result's shape: operand 0 = self with stride 0 in the indexed dims, 1 = values
@@ -166,10 +195,8 @@ __kernel void index_gather(__global T_T* out, ulong out_offset, __global const T
 __kernel void index_put(__global T_T* self, ulong self_offset, __global const T_T* values, ulong values_offset,
                         __global const I_T* indices, ulong indices_offset, long total, Geometry g, Indexed ix, int op,
                         int atomic) {
-  for (long e = get_global_id(0); e < total; e += get_global_size(0)) {
-    long o0, o1, o2;
-    offsets_at(&g, e, &o0, &o1, &o2);
-    update(self, self_offset + o0 + indexed_offset(&ix, indices, indices_offset + o2),
-           LOAD_T(values, values_offset + o1), op, atomic);
-  }
+  FOR_EACH_POSITION(g, total, {
+    const long k = indexed_offset(&ix, indices, indices_offset + c.o[2]);
+    update(self, self_offset + c.o[0] + k, LOAD_T(values, values_offset + c.o[1]), op, atomic);
+  })
 }
