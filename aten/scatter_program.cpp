@@ -50,6 +50,8 @@ Geometry make_geometry(at::IntArrayRef sizes, const std::array<std::vector<int64
 
 namespace {
 
+bool has_int64_atomics(int device) { return tocl::device_info(device).has_extension("cl_khr_int64_base_atomics"); }
+
 cl_program scatter_program(int device, c10::ScalarType type, c10::ScalarType index_type) {
   static std::mutex mutex;
   static std::map<std::tuple<int, c10::ScalarType, c10::ScalarType>, cl_program> programs;
@@ -61,7 +63,7 @@ cl_program scatter_program(int device, c10::ScalarType type, c10::ScalarType ind
         storage_type(compute_dtype(type)) + "\n" +
         (at::isFloatingType(type) ? "#define ACC_ISNAN(x) isnan(x)\n" : "#define ACC_ISNAN(x) 0\n") +
         "#define T_SIZE " + std::to_string(c10::elementSize(type)) + "\n" +
-        tocl::embedded_sources().at("scatter_gather.cl");
+        (has_int64_atomics(device) ? "#define TOCL_INT64_ATOMICS 1\n" : "") + tocl::embedded_sources().at("scatter_gather.cl");
     program = tocl::get_program(device, source);
   }
   return program;
@@ -76,8 +78,7 @@ cl_kernel scatter_gather_kernel(const at::Tensor& like, const char* name, c10::S
 
 void enqueue_update(const at::Tensor& like, cl_kernel kernel, cl_uint first_update_arg, Update update, int64_t total) {
   const int device = device_index(like);
-  const bool serial = update != Update::Assign && like.element_size() == 8 &&
-                      !tocl::device_info(device).has_extension("cl_khr_int64_base_atomics");
+  const bool serial = update != Update::Assign && like.element_size() == 8 && !has_int64_atomics(device);
   const cl_int op = static_cast<cl_int>(update);
   const cl_int atomic = (update != Update::Assign && !serial) ? 1 : 0;
   TOCL_CHECK(clSetKernelArg(kernel, first_update_arg, sizeof(cl_int), &op));

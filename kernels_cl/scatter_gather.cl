@@ -2,8 +2,9 @@
 // scatter_reduce along a dim (aten/scatter_gather.cpp) and advanced indexing, index / index_put_
 // (aten/advanced_index.cpp). Indices were bounds-checked on the host side (aten/index_bounds.cpp).
 // Defined by aten/scatter_program.cpp: T_T/LOAD_T/STORE_T (data), I_T/LOAD_I (index), ACC (the type
-// reductions combine in), ACC_ISNAN, T_SIZE (bytes per element).
-#ifdef cl_khr_int64_base_atomics
+// reductions combine in), ACC_ISNAN, T_SIZE (bytes per element), and TOCL_INT64_ATOMICS where the
+// device has cl_khr_int64_base_atomics.
+#ifdef TOCL_INT64_ATOMICS
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #endif
 
@@ -110,7 +111,7 @@ inline void update(__global T_T* p, long i, ACC v, int op, int atomic) {
     return;
   }
 #if T_SIZE == 8
-#ifdef cl_khr_int64_base_atomics
+#ifdef TOCL_INT64_ATOMICS
   volatile __global ulong* w = (volatile __global ulong*)(p + i);
   ulong seen, old = *w;
   do {
