@@ -290,6 +290,7 @@ def test_index_put_matches_cpu(dtype):
         ((mask,), data(int(mask.sum()), dtype=dtype, seed=5)),                       # a value per element
         ((mask[:, :, 0],), data(3, dtype=dtype, seed=5)),
         ((idx,), torch.tensor(True if dtype == torch.bool else 7, dtype=dtype)),       # a CPU 0-d value
+        ((mask,), torch.tensor(False if dtype == torch.bool else -3, dtype=dtype)),    # masked_fill_
     ]
     with native_only():
         for key, val in cases:
@@ -300,6 +301,31 @@ def test_index_put_matches_cpu(dtype):
             for start in [x.to(DEV), to_dev(noncontig(x))]:
                 start[dkey] = dval
                 torch.testing.assert_close(start.cpu(), want)
+
+
+def test_non_contiguous_out_and_scalar_value_accumulate():
+    x = data(4, 5)
+    idx = torch.tensor([[3, 0, 1, 1, 2], [0, 0, 3, 2, 1]])
+    rows = torch.tensor([2, 0, 2])
+    with native_only():
+        out = torch.empty(5, 2, device=DEV).t()  # (2, 5), transposed strides
+        torch.gather(x.to(DEV), 0, idx.to(DEV), out=out)
+        out2 = torch.empty(5, 3, device=DEV).t()
+        torch.ops.aten.index.Tensor_out(x.to(DEV), [rows.to(DEV)], out=out2)
+        acc = x.to(DEV).index_put_((rows.to(DEV),), torch.tensor(1.5), accumulate=True)  # CPU 0-d value
+    torch.testing.assert_close(out.cpu(), torch.gather(x, 0, idx))
+    torch.testing.assert_close(out2.cpu(), x[rows])
+    torch.testing.assert_close(acc.cpu(), x.clone().index_put_((rows,), torch.tensor(1.5), accumulate=True))
+
+
+def test_too_many_strided_dims_is_a_clear_error():
+    # Nine dims whose strides cannot be merged: refused with a message, and the device keeps working.
+    x = torch.randn([2] * 9, device=DEV).permute(*reversed(range(9)))
+    idx = torch.zeros([2] * 9, dtype=torch.long, device=DEV)
+    with native_only(), pytest.raises(RuntimeError, match="make the operands contiguous first"):
+        torch.gather(x, 0, idx)
+    with native_only():
+        torch.testing.assert_close(torch.gather(x.contiguous(), 0, idx).cpu(), torch.gather(x.cpu().contiguous(), 0, idx.cpu()))
 
 
 @pytest.mark.parametrize("dtype", DTYPES + [torch.bfloat16, torch.int32, torch.int16, torch.uint8])
