@@ -1,6 +1,6 @@
 #pragma once
 // Bounds checks of index tensors on the device (nll_loss targets, embedding and
-// index_select indices, gather/scatter indices): one small kernel and a 16-byte
+// index_select indices, gather/scatter indices): two small kernels and a 16-byte
 // read back, so that a bad index raises CPU's error instead of reading out of bounds.
 #include <ATen/core/Tensor.h>
 
