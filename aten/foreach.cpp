@@ -47,8 +47,8 @@ using ScalarList = at::ArrayRef<at::Scalar>;
 namespace native = at::native;
 
 constexpr size_t kNT = 16;        // NT in foreach.cl: tensors per list per launch
-constexpr uint64_t kPer = 4;      // PER_ITEM in foreach.cl
-constexpr uint64_t kWG = kRowGroup;  // WG: the norm's work-group size
+constexpr uint64_t kPer = 16;     // PER_ITEM in foreach.cl
+constexpr uint64_t kWG = kRowGroup;  // WG: the work-group size
 constexpr uint64_t kMaxItems = uint64_t(1) << 31;  // items of one launch (uint indices in the kernels)
 
 // The kernels take about 900 bytes of arguments; every full-profile device allows 1024.
@@ -150,15 +150,16 @@ void set_list(Args& a, TensorList list, size_t begin, size_t used, cl_mem dummy)
   a.set(offsets);
 }
 
-// The next chunk of a list: up to kNT tensors whose `items_of` sum stays below kMaxItems.
+uint64_t items_of(uint64_t n);
+
+// The next chunk of a list: up to kNT tensors whose items sum stays below kMaxItems.
 struct Chunk {
   size_t begin = 0, used = 0;
   cl_uint16 start{}, n{};
   uint64_t total = 0;
   cl_mem dummy = nullptr;  // a buffer of the chunk, for slots without one
 };
-template <typename ItemsOf>
-Chunk next_chunk(TensorList list, size_t begin, ItemsOf items_of) {
+Chunk next_chunk(TensorList list, size_t begin) {
   Chunk c;
   c.begin = begin;
   while (begin + c.used < list.size() && c.used < kNT) {
@@ -175,6 +176,10 @@ Chunk next_chunk(TensorList list, size_t begin, ItemsOf items_of) {
   return c;
 }
 
+// Work items of a tensor of n elements: PER_ITEM elements each, whole work groups
+// (so a group works on one tensor).
+uint64_t items_of(uint64_t n) { return (n + kPer * kWG - 1) / (kPer * kWG) * kWG; }
+
 cl_kernel foreach_kernel(const Tensor& like, const char* name) {
   return tocl::get_kernel(dtype_program(like.device().index(), "foreach.cl", like.scalar_type()), name);
 }
@@ -189,8 +194,9 @@ void launch(const char* name, std::initializer_list<TensorList> lists, const Sca
   const int stream = tocl::current_stream(device);
   const bool wide = ref.scalar_type() == at::kDouble;
   cl_kernel k = foreach_kernel(ref, name);
+  const bool inplace = lists.size() > 1 && lists.begin()[1].data() == out.data();
   for (size_t begin = 0; begin < out.size();) {
-    const Chunk c = next_chunk(out, begin, [](uint64_t n) { return (n + kPer - 1) / kPer; });
+    const Chunk c = next_chunk(out, begin);
     begin += c.used;
     if (c.total == 0) continue;
     Args a(k);
@@ -208,7 +214,8 @@ void launch(const char* name, std::initializer_list<TensorList> lists, const Sca
     const bool use_ts = sc.device_scalar.defined();
     const tocl::BufferArg ts = use_ts ? buffer_arg(sc.device_scalar) : tocl::BufferArg{c.dummy, 0};
     a.set(ts.buffer).set(static_cast<cl_ulong>(ts.offset)).set(static_cast<cl_int>(use_ts));
-    tocl::enqueue_1d(device, stream, k, c.total);
+    a.set(static_cast<cl_int>(inplace));
+    tocl::enqueue_1d(device, stream, k, c.total, kWG);
   }
 }
 
@@ -437,10 +444,8 @@ std::vector<Tensor> norm(TensorList self, const Scalar& ord, std::optional<at::S
   cl_kernel partial_k = foreach_kernel(ref, "foreach_norm_partial");
   cl_kernel final_k = foreach_kernel(ref, "foreach_norm_final");
   const auto acc_type = ref.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
-  // Each tensor's items fill whole work groups, so a group reduces one tensor.
-  const auto items_of = [](uint64_t n) { return (n + kPer * kWG - 1) / (kPer * kWG) * kWG; };
   for (size_t begin = 0; begin < self.size();) {
-    const Chunk c = next_chunk(self, begin, items_of);
+    const Chunk c = next_chunk(self, begin);
     begin += c.used;
     const cl_mem out_buffer = buffer_arg(out[c.begin]).buffer;
     const Tensor partial = at::empty({static_cast<int64_t>(c.total / kWG)}, ref.options().dtype(acc_type));

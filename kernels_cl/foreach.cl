@@ -4,19 +4,20 @@
 // OpenCL 1.2 has no arrays of pointers, so a launch takes up to NT tensors per
 // list as separate buffer arguments (LIST(p): p0..p15 and their element offsets
 // as a uint16). Tensor t owns work items [istart[t], istart[t+1]) (the host's
-// prefix sum of ceil(n[t] / PER_ITEM)); unused slots start at `total`. Item k of
-// tensor t handles elements k, k + count, k + 2 count, ... (count = its number of
-// items), so neighbouring items touch neighbouring elements.
+// prefix sum of ceil(n[t] / PER_ITEM) rounded up to whole work groups of WG);
+// unused slots start at `total`. Item k of
+// tensor t handles its elements [k PER_ITEM, (k + 1) PER_ITEM).
 //
 // Each operation is its own kernel; all share one of two signatures:
 //   unary:  (LIST(o), LIST(a), HEAD)            out[i] = f(a[i])
 //   binary: (LIST(o), LIST(a), LIST(b), HEAD)   out[i] = f(a[i], b[i]); ternary
 //           operations are in place and read their first operand from o.
-// HEAD carries the per-tensor scalars (sc), alpha, and an optional device scalar
-// `ts` that replaces sc when use_ts is set (the .Tensor overloads).
+// HEAD carries the per-tensor scalars (sc), alpha, an optional device scalar
+// `ts` that replaces sc when use_ts is set (the .Tensor overloads), and whether
+// the list a is the list o (in place).
 
 #define NT 16
-#define PER_ITEM 4
+#define PER_ITEM 16
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
@@ -30,56 +31,55 @@
 
 #define HEAD                                                                                          \
   uint16 istart_v, uint16 n_v, uint total, ACC16 sc_v, ACC alpha, __global const T_T *ts, ulong ts_off, \
-      int use_ts
+      int use_ts, int inplace
+
+// Component t of a 16-vector, and pointer t of a list, without private arrays
+// (which keep PoCL from vectorizing over work items): t is uniform in a group.
+#define PICK4(v, t, a, b, c, d) ((t) < (a) + 2 ? ((t) == (a) ? v##a : v##b) : ((t) == (c) ? v##c : v##d))
+#define PICK16(v, t)                                                                   \
+  ((t) < 8 ? ((t) < 4 ? PICK4(v, t, 0, 1, 2, 3) : PICK4(v, t, 4, 5, 6, 7))            \
+           : ((t) < 12 ? PICK4(v, t, 8, 9, 10, 11) : PICK4(v, t, 12, 13, 14, 15)))
+#define COMPONENT(v, t) PICK16(v.s, t)
+// v.s##10 is not a component name: hex digits past 9.
+#define s10 sa
+#define s11 sb
+#define s12 sc
+#define s13 sd
+#define s14 se
+#define s15 sf
 
 // Pointer and element offset of tensor t of list p: p_ptr, p_base.
 #define SEL(p)                                                      \
-  __global T_T *p##_ptr = p##0;                                     \
-  switch (t) {                                                      \
-    case 1: p##_ptr = p##1; break;                                  \
-    case 2: p##_ptr = p##2; break;                                  \
-    case 3: p##_ptr = p##3; break;                                  \
-    case 4: p##_ptr = p##4; break;                                  \
-    case 5: p##_ptr = p##5; break;                                  \
-    case 6: p##_ptr = p##6; break;                                  \
-    case 7: p##_ptr = p##7; break;                                  \
-    case 8: p##_ptr = p##8; break;                                  \
-    case 9: p##_ptr = p##9; break;                                  \
-    case 10: p##_ptr = p##10; break;                                \
-    case 11: p##_ptr = p##11; break;                                \
-    case 12: p##_ptr = p##12; break;                                \
-    case 13: p##_ptr = p##13; break;                                \
-    case 14: p##_ptr = p##14; break;                                \
-    case 15: p##_ptr = p##15; break;                                \
-  }                                                                 \
-  uint p##_offs[NT];                                                \
-  vstore16(p##_off, 0, p##_offs);                                   \
-  const uint p##_base = p##_offs[t];
+  __global T_T *p##_ptr = PICK16(p, t);                             \
+  const uint p##_base = COMPONENT(p##_off, t);
 
-// Finds this item's tensor t, its index k among the tensor's `count` items, the
-// tensor's size n and its scalar s.
+// Finds this item's tensor t (the number of later slots that start at or before
+// its group: starts are sorted), its index k among the tensor's items,
+// the tensor's size n. Every tensor's items are whole work groups of WG (the
+// host pads them), so t is found from the group id: uniform across the group,
+// which lets PoCL vectorize over work items and keeps GPU groups convergent.
 #define LOCATE(start_v, last)                                       \
   const uint gid = get_global_id(0);                                \
   if (gid >= (last)) return;                                        \
-  uint is[NT], ns[NT];                                              \
-  vstore16(start_v, 0, is);                                         \
-  vstore16(n_v, 0, ns);                                             \
-  int t = 0;                                                        \
-  for (int j = 1; j < NT; ++j)                                      \
-    if (gid >= is[j]) t = j;                                        \
-  const uint count = (t + 1 < NT ? is[t + 1] : (last)) - is[t];     \
-  const uint k = gid - is[t];                                       \
-  const uint n = ns[t];
+  const uint g0 = get_group_id(0) * WG;                             \
+  const int t = (g0 >= start_v.s1) + (g0 >= start_v.s2) + (g0 >= start_v.s3) + (g0 >= start_v.s4) + \
+                (g0 >= start_v.s5) + (g0 >= start_v.s6) + (g0 >= start_v.s7) + (g0 >= start_v.s8) + \
+                (g0 >= start_v.s9) + (g0 >= start_v.sa) + (g0 >= start_v.sb) + (g0 >= start_v.sc) + \
+                (g0 >= start_v.sd) + (g0 >= start_v.se) + (g0 >= start_v.sf);                      \
+  const uint t_start = COMPONENT(start_v, t);                       \
+  const uint k = gid - t_start;                                     \
+  const uint n = COMPONENT(n_v, t);
 
-#define SCALAR                                                      \
-  ACC scs[NT];                                                      \
-  vstore16(sc_v, 0, scs);                                           \
-  const ACC s = use_ts ? (ACC)LOAD_T(ts, ts_off) : scs[t];
+#define SCALAR const ACC s = use_ts ? (ACC)LOAD_T(ts, ts_off) : COMPONENT(sc_v, t);
 
+// Item k handles the PER_ITEM consecutive elements from k * PER_ITEM: a plain loop
+// the compiler vectorizes within the item (PoCL does not vectorize this kernel over
+// items). In place (o is a), x is read from o: a loop over two equal pointers would
+// fail the vectorizer's run-time overlap check and run scalar.
 #define FOR_ELEMENTS                                                \
-  for (uint j = 0; j < PER_ITEM; ++j) {                             \
-    const uint i = k + j * count;                                   \
-    if (i >= n) break;
+  const uint first = k * PER_ITEM;                                  \
+  const uint last = min(first + PER_ITEM, n);                       \
+  for (uint i = first; i < last; ++i)
 
 #define UNARY(name, expr)                                                   \
   __kernel void foreach_##name(LIST(o), LIST(a), HEAD) {                    \
@@ -87,9 +87,16 @@
     SCALAR                                                                  \
     SEL(o)                                                                  \
     SEL(a)                                                                  \
-    FOR_ELEMENTS                                                            \
-    const ACC x = (ACC)LOAD_T(a_ptr, a_base + i);                           \
-    STORE_T(o_ptr, o_base + i, (expr));                                     \
+    if (inplace) {                                                          \
+      FOR_ELEMENTS {                                                        \
+        const ACC x = (ACC)LOAD_T(o_ptr, o_base + i);                       \
+        STORE_T(o_ptr, o_base + i, (expr));                                 \
+      }                                                                     \
+    } else {                                                                \
+      FOR_ELEMENTS {                                                        \
+        const ACC x = (ACC)LOAD_T(a_ptr, a_base + i);                       \
+        STORE_T(o_ptr, o_base + i, (expr));                                 \
+      }                                                                     \
     }                                                                       \
   }
 
@@ -100,14 +107,22 @@
     SEL(o)                                                                  \
     SEL(a)                                                                  \
     SEL(b)                                                                  \
-    FOR_ELEMENTS                                                            \
-    const ACC x = (ACC)LOAD_T(a_ptr, a_base + i);                           \
-    const ACC y = (ACC)LOAD_T(b_ptr, b_base + i);                           \
-    STORE_T(o_ptr, o_base + i, (expr));                                     \
+    if (inplace) {                                                          \
+      FOR_ELEMENTS {                                                        \
+        const ACC x = (ACC)LOAD_T(o_ptr, o_base + i);                       \
+        const ACC y = (ACC)LOAD_T(b_ptr, b_base + i);                       \
+        STORE_T(o_ptr, o_base + i, (expr));                                 \
+      }                                                                     \
+    } else {                                                                \
+      FOR_ELEMENTS {                                                        \
+        const ACC x = (ACC)LOAD_T(a_ptr, a_base + i);                       \
+        const ACC y = (ACC)LOAD_T(b_ptr, b_base + i);                       \
+        STORE_T(o_ptr, o_base + i, (expr));                                 \
+      }                                                                     \
     }                                                                       \
   }
 
-// In place: x is read from o.
+// Always in place: x is read from o.
 #define TERNARY(name, expr)                                                 \
   __kernel void foreach_##name(LIST(o), LIST(a), LIST(b), HEAD) {           \
     LOCATE(istart_v, total)                                                 \
@@ -115,11 +130,11 @@
     SEL(o)                                                                  \
     SEL(a)                                                                  \
     SEL(b)                                                                  \
-    FOR_ELEMENTS                                                            \
-    const ACC x = (ACC)LOAD_T(o_ptr, o_base + i);                           \
-    const ACC y = (ACC)LOAD_T(a_ptr, a_base + i);                           \
-    const ACC z = (ACC)LOAD_T(b_ptr, b_base + i);                           \
-    STORE_T(o_ptr, o_base + i, (expr));                                     \
+    FOR_ELEMENTS {                                                          \
+      const ACC x = (ACC)LOAD_T(o_ptr, o_base + i);                         \
+      const ACC y = (ACC)LOAD_T(a_ptr, a_base + i);                         \
+      const ACC z = (ACC)LOAD_T(b_ptr, b_base + i);                         \
+      STORE_T(o_ptr, o_base + i, (expr));                                   \
     }                                                                       \
   }
 
@@ -177,22 +192,11 @@ inline ACC norm_combine(ACC a, ACC b, int ord) {
 
 __kernel void foreach_norm_partial(LIST(a), uint16 istart_v, uint16 n_v, uint total, int ord,
                                    __global ACC *partial, ulong partial_off) {
-  // Every group lies inside the launch (total is a multiple of WG), so no item returns before the barriers.
-  const uint gid = get_global_id(0);
-  uint is[NT], ns[NT];
-  vstore16(istart_v, 0, is);
-  vstore16(n_v, 0, ns);
-  int t = 0;
-  for (int j = 1; j < NT; ++j)
-    if (gid >= is[j]) t = j;
-  const uint count = (t + 1 < NT ? is[t + 1] : total) - is[t];
-  const uint k = gid - is[t];
-  const uint n = gid < total ? ns[t] : 0;
+  // The launch is whole groups (total is a multiple of WG), so every item reaches the barriers.
+  LOCATE(istart_v, total)
   SEL(a)
   ACC acc = 0;
-  FOR_ELEMENTS
-  acc = norm_step(acc, (ACC)LOAD_T(a_ptr, a_base + i), ord);
-  }
+  FOR_ELEMENTS acc = norm_step(acc, (ACC)LOAD_T(a_ptr, a_base + i), ord);
   GROUP_REDUCE(acc)
   if (lid == 0 && gid < total) partial[partial_off + get_group_id(0)] = scratch[0];
 }
@@ -200,9 +204,7 @@ __kernel void foreach_norm_partial(LIST(a), uint16 istart_v, uint16 n_v, uint to
 __kernel void foreach_norm_final(__global const ACC *partial, ulong partial_off, uint16 gstart_v, uint gtotal,
                                  uint used, int ord, LIST(o)) {
   const int t = get_group_id(0);
-  uint gs[NT];
-  vstore16(gstart_v, 0, gs);
-  const uint begin = gs[t], end = t + 1 < NT ? gs[t + 1] : gtotal;
+  const uint begin = COMPONENT(gstart_v, t), end = t + 1 < NT ? COMPONENT(gstart_v, t + 1) : gtotal;
   ACC acc = 0;
   for (uint g = begin + get_local_id(0); g < end; g += WG) acc = norm_combine(acc, partial[partial_off + g], ord);
   GROUP_REDUCE(acc)

@@ -120,8 +120,10 @@ def _check(got, want, dtype, case):
         torch.testing.assert_close(g.cpu(), w, rtol=rtol, atol=rtol, equal_nan=True)
 
 
-@pytest.mark.parametrize("layout", ["mixed", "long", "noncontig"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+# float64 runs the same kernels' other program: the mixed layout is enough there.
+@pytest.mark.parametrize("dtype,layout", [(torch.float32, "mixed"), (torch.float32, "long"),
+                                          (torch.float32, "noncontig"), (torch.float64, "mixed")],
+                         ids=["f32-mixed", "f32-long", "f32-noncontig", "f64-mixed"])
 @pytest.mark.parametrize("case", list(CASES))
 def test_foreach_matches_cpu(case, dtype, layout):
     fn = CASES[case]
