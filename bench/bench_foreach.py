@@ -6,7 +6,7 @@ foreach=True (multi-tensor kernels on opencl, 16 tensors per launch) against for
 (one launch per tensor per operation). Medians in ms per step, the opencl/cpu ratio, and
 the kernel launches one opencl step enqueues.
 
-    .venv/bin/python bench/bench_foreach.py [--params 100] [--repeats 7] [--scale 1]
+    .venv/bin/python bench/bench_foreach.py [--params 100] [--repeats 15] [--scale 1]
 """
 import argparse
 import statistics
@@ -68,7 +68,7 @@ def launches(fn):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--params", type=int, default=100)
-    p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--repeats", type=int, default=15)
     p.add_argument("--scale", type=int, default=1)
     args = p.parse_args()
     numel = sum(t.numel() for t in make_params(args.params, args.scale, "cpu"))

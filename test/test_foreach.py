@@ -135,15 +135,16 @@ def test_foreach_matches_cpu(case, dtype, layout):
     _check(got, want, dtype, case)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "f16"])
 @pytest.mark.parametrize("case", ["add_.List", "mul.Scalar", "addcdiv_.ScalarList", "lerp_.Scalar", "sqrt", "norm.2"])
-def test_foreach_bfloat16(case):
-    cpu = _lists("mixed", torch.bfloat16)
+def test_foreach_half_storage(case, dtype):
+    cpu = _lists("mixed", dtype)
     dev = _to(cpu, DEV)
     want = CASES[case](*cpu, "cpu")
     with native_only():
         got = CASES[case](*dev, DEV)
     for g, w in zip(got, want):
-        assert g.dtype == torch.bfloat16
+        assert g.dtype == dtype
         torch.testing.assert_close(g.cpu(), w, rtol=2e-2, atol=2e-2)
 
 
