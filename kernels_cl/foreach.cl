@@ -5,8 +5,8 @@
 // list as separate buffer arguments (LIST(p): p0..p15 and their element offsets
 // as a uint16). Tensor t owns work items [istart[t], istart[t+1]) (the host's
 // prefix sum of ceil(n[t] / PER_ITEM) rounded up to whole work groups of WG);
-// unused slots start at `total`. Item k of
-// tensor t handles its elements [k PER_ITEM, (k + 1) PER_ITEM).
+// unused slots start at `total`. Item k of tensor t handles its elements
+// [k PER_ITEM, (k + 1) PER_ITEM).
 //
 // Each operation is its own kernel; all share one of two signatures:
 //   unary:  (LIST(o), LIST(a), HEAD)            out[i] = f(a[i])
@@ -56,8 +56,8 @@
 // Finds this item's tensor t (the number of later slots that start at or before
 // its group: starts are sorted), its index k among the tensor's items,
 // the tensor's size n. Every tensor's items are whole work groups of WG (the
-// host pads them), so t is found from the group id: uniform across the group,
-// which lets PoCL vectorize over work items and keeps GPU groups convergent.
+// host pads them), so t is found from the group id: uniform across the group
+// (the selects below are uniform; GPU groups stay convergent).
 #define LOCATE(start_v, last)                                       \
   const uint gid = get_global_id(0);                                \
   if (gid >= (last)) return;                                        \
