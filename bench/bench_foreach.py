@@ -74,7 +74,7 @@ def main():
     numel = sum(t.numel() for t in make_params(args.params, args.scale, "cpu"))
     print(f"opencl device: {torch.opencl.get_device_name()}")
     print(f"{args.params} parameters, {numel} elements; medians of {args.repeats} steps, ms")
-    print(f"{'step':<16}{'cpu':>10}{'opencl':>10}{'ratio':>8}{'launches':>10}")
+    print(f"{'step':<24}{'cpu':>10}{'opencl':>10}{'ratio':>8}{'launches':>10}")
     for kind in ("adamw", "sgd", "clip_grad_norm"):
         for foreach in (True, False):
             row = {}
@@ -84,7 +84,7 @@ def main():
                 if device == "opencl":
                     n = launches(fn)
             name = f"{kind} {'foreach' if foreach else 'loop'}"
-            print(f"{name:<16}{row['cpu']:>10.2f}{row['opencl']:>10.2f}{row['opencl'] / row['cpu']:>8.2f}{n:>10}")
+            print(f"{name:<24}{row['cpu']:>10.2f}{row['opencl']:>10.2f}{row['opencl'] / row['cpu']:>8.2f}{n:>10}")
 
 
 if __name__ == "__main__":
