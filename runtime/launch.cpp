@@ -1,11 +1,19 @@
 #include "runtime/launch.h"
 
+#include <atomic>
+
 namespace tocl {
+namespace {
+std::atomic<uint64_t> launches{0};
+}  // namespace
+
+uint64_t launch_count() { return launches.load(std::memory_order_relaxed); }
 
 void enqueue_1d(int device, int stream, cl_kernel kernel, size_t global, size_t local) {
   if (global == 0) return;
   if (local == 0) local = 64;
   const size_t rounded = (global + local - 1) / local * local;
+  launches.fetch_add(1, std::memory_order_relaxed);
   TOCL_CHECK(clEnqueueNDRangeKernel(queue(device, stream), kernel, 1, nullptr, &rounded, &local, 0, nullptr, nullptr));
 }
 

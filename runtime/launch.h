@@ -39,4 +39,7 @@ void set_args(cl_kernel kernel, const Args&... args) {
 // size; kernels bound-check against their own count argument).
 void enqueue_1d(int device, int stream, cl_kernel kernel, size_t global, size_t local = 0);
 
+// Number of kernels enqueue_1d has launched in this process (a debug counter for tests).
+uint64_t launch_count();
+
 }  // namespace tocl

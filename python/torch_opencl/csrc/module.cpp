@@ -13,6 +13,7 @@
 #include "runtime/error.h"
 #include "runtime/fork.h"
 #include "runtime/gemm_tuning.h"
+#include "runtime/launch.h"
 #include "runtime/program_cache.h"
 #include "runtime/stream.h"
 
@@ -170,6 +171,7 @@ PYBIND11_MODULE(_C, m) {
     tocl::get_program(device, source, options);
   }, py::call_guard<py::gil_scoped_release>());
   m.def("_error_name", &tocl::error_name);
+  m.def("_launch_count", &tocl::launch_count);
 
   m.def("_clblast_version", &clblast_version);
   // GEMM tuning (python -m torch_opencl.tune).
