@@ -152,7 +152,8 @@ std::tuple<Tensor&, Tensor&> sort_stable_out(const Tensor& self, std::optional<b
   return {values, indices};
 }
 
-// ---- topk: the first k of the sorted rows (largest: descending), in sorted order ----
+// ---- topk: the first k of the sorted rows (largest: descending), in sorted order; for small k
+// one pass over each row instead of a sort ----
 
 void topk_into(const Tensor& self, int64_t k, int64_t dim, bool largest, const Tensor& values,
                const Tensor& indices) {
@@ -166,6 +167,22 @@ void topk_into(const Tensor& self, int64_t k, int64_t dim, bool largest, const T
     return;
   }
   dim = at::maybe_wrap_dim(dim, self.dim());
+  const int64_t n = self.size(dim);
+  if (k <= kSmallRow && n < INT_MAX) {  // one pass over each row keeping the first k
+    const auto in = self.movedim(dim, -1).contiguous();
+    auto v = values.movedim(dim, -1);
+    auto i = indices.movedim(dim, -1);
+    auto vt = v.is_contiguous() ? v : at::empty(v.sizes(), values.options());
+    auto it = i.is_contiguous() ? i : at::empty(i.sizes(), indices.options());
+    const int64_t rows = in.numel() / n;
+    cl_kernel kernel = dtype_kernel(in, "sort.cl", "topk_small");
+    tocl::set_args(kernel, buffer_arg(vt), buffer_arg(it), buffer_arg(in), static_cast<cl_long>(rows),
+                   static_cast<cl_int>(n), static_cast<cl_int>(k), static_cast<cl_int>(largest));
+    tocl::enqueue_1d(device_index(in), current_stream_of(in), kernel, rows);
+    if (!v.is_contiguous()) v.copy_(vt);
+    if (!i.is_contiguous()) i.copy_(it);
+    return;
+  }
   auto sorted_values = at::empty(self.sizes(), self.options());
   auto sorted_indices = at::empty(self.sizes(), self.options().dtype(at::kLong));
   sort_into(self, dim, largest, sorted_values, sorted_indices);

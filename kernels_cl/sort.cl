@@ -6,6 +6,7 @@
 // positions >= n and sorts after every real element.
 //   rows of n <= SMALL:     sort_small, one work-item per row (insertion sort)
 //   rows of P <= local cap: sort_rows_local, one work-group per row (bitonic in local memory)
+//   topk with k <= SMALL:   topk_small, one work-item per row (a sorted buffer of k)
 //   longer rows:            sort_blocks_local, then per merge size k: bitonic_global_step for the
 //                           strides that span blocks and bitonic_merge_local for the rest;
 //                           sort_write copies the first n of each padded row out.
@@ -65,6 +66,33 @@ __kernel void sort_small(__global T_T* values, ulong v_offset, __global long* in
   for (int e = 0; e < n; ++e) {
     STORE_T(values, v_offset + r * n + e, k[e]);
     indices[i_offset + r * n + e] = p[e];
+  }
+}
+
+// topk for k <= SMALL: one work-item per row keeps the first k of the row's order in a sorted
+// buffer while scanning it once (later equal keys never displace earlier ones: the stable order).
+__kernel void topk_small(__global T_T* values, ulong v_offset, __global long* indices, ulong i_offset,
+                         __global const T_T* in, ulong in_offset, long rows, int n, int k, int desc) {
+  const long r = get_global_id(0);
+  if (r >= rows) return;
+  T_CT key[SMALL];
+  int pos[SMALL];
+  int count = 0;
+  for (int e = 0; e < n; ++e) {
+    const T_CT x = LOAD_T(in, in_offset + r * n + e);
+    if (count == k && !before(x, e, key[k - 1], pos[k - 1], n, desc)) continue;
+    int q = count < k ? count++ : k - 1;
+    while (q > 0 && before(x, e, key[q - 1], pos[q - 1], n, desc)) {
+      key[q] = key[q - 1];
+      pos[q] = pos[q - 1];
+      --q;
+    }
+    key[q] = x;
+    pos[q] = e;
+  }
+  for (int e = 0; e < k; ++e) {
+    STORE_T(values, v_offset + r * k + e, key[e]);
+    indices[i_offset + r * k + e] = pos[e];
   }
 }
 

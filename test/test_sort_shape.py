@@ -67,6 +67,11 @@ def test_sort_long_rows_take_the_multi_pass_path(dtype, n):
         check_sort(x, descending=False)
         check_sort(x, descending=True)
         check_sort(x.t().contiguous(), dim=0, descending=True)
+        for k in [5, 100]:  # the one-pass and the sorting topk
+            v, i = torch.topk(x.to(DEV), k)
+            rv, _ = torch.topk(x, k)
+            torch.testing.assert_close(v.cpu(), rv, equal_nan=True)
+            torch.testing.assert_close(torch.gather(x, 1, i.cpu()), rv, equal_nan=True)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
