@@ -1,5 +1,7 @@
 // sort (values and indices, stable or not: the kernels always give the stable order), and topk
-// as a sort narrowed to its first k. The sorted dim is moved last and made contiguous; the rows
+// as a sort narrowed to its first k (or one pass per row for small k). Paths by shape: insertion
+// sort per work-item for rows of <= 16; a merge sort per work-item when there are many rows; else
+// a bitonic network per row in local memory, multi-pass over global memory for long rows. The sorted dim is moved last and made contiguous; the rows
 // are sorted by kernels_cl/sort.cl (one program per dtype) and the results copied back into the
 // outputs' layout. argsort and the sort.values out= form reach these through ATen's composites.
 #include <ATen/ATen.h>
@@ -23,6 +25,7 @@ namespace {
 using at::Tensor;
 
 constexpr int64_t kSmallRow = 16;      // SMALL in kernels_cl/sort.cl
+constexpr int64_t kMergeRowsPerUnit = 8;  // rows per compute unit from which each work-item sorts a row
 constexpr int64_t kMaxLocalRow = 4096;  // the longest padded row sorted in one work-group
 // Work-groups are always kRowGroup items (fewer where the kernel allows less), whatever the row
 // length: PoCL compiles a kernel again for every new work-group size.
@@ -68,6 +71,19 @@ void sort_rows(const Tensor& in, int64_t rows, int64_t n, bool desc, const Tenso
   const auto key_type = compute_dtype(in.scalar_type());
   const size_t key_size = c10::elementSize(key_type);
   const auto& info = tocl::device_info(device);
+  if (rows >= kMergeRowsPerUnit * static_cast<int64_t>(info.compute_units)) {
+    // Enough rows to keep every compute unit busy: a merge sort per row does n log n work, where the
+    // bitonic network does n log^2 n.
+    auto ka = at::empty({rows * n}, in.options().dtype(key_type));
+    auto kb = at::empty({rows * n}, in.options().dtype(key_type));
+    auto xa = at::empty({rows * n}, in.options().dtype(at::kInt));
+    auto xb = at::empty({rows * n}, in.options().dtype(at::kInt));
+    cl_kernel k = dtype_kernel(in, "sort.cl", "sort_rows_merge");
+    tocl::set_args(k, buffer_arg(values), buffer_arg(indices), buffer_arg(in), buffer_arg(ka), buffer_arg(xa),
+                   buffer_arg(kb), buffer_arg(xb), static_cast<cl_long>(rows), N, D);
+    tocl::enqueue_1d(device, stream, k, rows);
+    return;
+  }
   // The longest power-of-two block whose keys and positions fit in local memory (with room to spare).
   const int64_t local_cap =
       std::min<int64_t>(kMaxLocalRow, prev_pow2(static_cast<int64_t>(info.local_mem_size / 2) /
