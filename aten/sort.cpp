@@ -1,9 +1,9 @@
 // sort (values and indices, stable or not: the kernels always give the stable order), and topk
 // as a sort narrowed to its first k (or one pass per row for small k). Paths by shape: insertion
 // sort per work-item for rows of <= 16; a merge sort per work-item when there are many rows; else
-// a bitonic network per row in local memory, multi-pass over global memory for long rows. The sorted dim is moved last and made contiguous; the rows
-// are sorted by kernels_cl/sort.cl (one program per dtype) and the results copied back into the
-// outputs' layout. argsort and the sort.values out= form reach these through ATen's composites.
+// a bitonic network per row in local memory, multi-pass over global memory for long rows. The
+// sorted dim is moved last and made contiguous; the rows are sorted by kernels_cl/sort.cl (one
+// program per dtype) and the results copied back into the outputs' layout. argsort and the sort.values out= form reach these through ATen's composites.
 #include <ATen/ATen.h>
 #include <ATen/MetaFunctions.h>
 #include <ATen/WrapDimUtils.h>
@@ -24,9 +24,9 @@ namespace {
 
 using at::Tensor;
 
-constexpr int64_t kSmallRow = 16;      // SMALL in kernels_cl/sort.cl
+constexpr int64_t kSmallRow = 16;         // SMALL in kernels_cl/sort.cl
 constexpr int64_t kMergeRowsPerUnit = 8;  // rows per compute unit from which each work-item sorts a row
-constexpr int64_t kMaxLocalRow = 4096;  // the longest padded row sorted in one work-group
+constexpr int64_t kMaxLocalRow = 4096;    // the longest padded row sorted in one work-group
 // Work-groups are always kRowGroup items (fewer where the kernel allows less), whatever the row
 // length: PoCL compiles a kernel again for every new work-group size.
 
