@@ -7,6 +7,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "aten/cl_types.h"
@@ -83,7 +84,14 @@ void gather(const Tensor& out, const Tensor& in, std::vector<GatherDim> dims, co
     g.flips[k] = d.flip ? 1 : 0;
   }
   const int device = device_index(in);
-  cl_kernel k = tocl::get_kernel(dtype_program(device, "shape_ops.cl", bits_type(in)), "gather_nd");
+  int64_t in_extent = 1, out_extent = out.numel();
+  for (const auto& d : merged) {
+    in_extent += (d.in_size - 1) * d.in_stride;
+    out_extent += (d.out_size - 1) * d.out_stride;
+  }
+  const bool narrow = std::max(in_extent, out_extent) < (int64_t{1} << 31) - 1;
+  cl_kernel k = tocl::get_kernel(dtype_program(device, "shape_ops.cl", bits_type(in), narrow ? at::kInt : at::kLong),
+                                 "gather_nd");
   tocl::set_args(k, buffer_arg(out), buffer_arg(in), static_cast<cl_long>(out.numel()), g);
   tocl::enqueue_1d(device, current_stream_of(in), k, out.numel());
 }

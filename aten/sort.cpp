@@ -1,7 +1,9 @@
 // sort (values and indices, stable or not: the kernels always give the stable order), and topk
-// as a sort narrowed to its first k. The sorted dim is moved last and made contiguous; the rows
-// are sorted by kernels_cl/sort.cl (one program per dtype) and the results copied back into the
-// outputs' layout. argsort and the sort.values out= form reach these through ATen's composites.
+// as a sort narrowed to its first k (or one pass per row for small k). Paths by shape: insertion
+// sort per work-item for rows of <= 16; a merge sort per work-item when there are many rows; else
+// a bitonic network per row in local memory, multi-pass over global memory for long rows. The
+// sorted dim is moved last and made contiguous; the rows are sorted by kernels_cl/sort.cl (one
+// program per dtype) and the results copied back into the outputs' layout. argsort and the sort.values out= form reach these through ATen's composites.
 #include <ATen/ATen.h>
 #include <ATen/MetaFunctions.h>
 #include <ATen/WrapDimUtils.h>
@@ -22,8 +24,9 @@ namespace {
 
 using at::Tensor;
 
-constexpr int64_t kSmallRow = 16;      // SMALL in kernels_cl/sort.cl
-constexpr int64_t kMaxLocalRow = 4096;  // the longest padded row sorted in one work-group
+constexpr int64_t kSmallRow = 16;         // SMALL in kernels_cl/sort.cl
+constexpr int64_t kMergeRowsPerUnit = 8;  // rows per compute unit from which each work-item sorts a row
+constexpr int64_t kMaxLocalRow = 4096;    // the longest padded row sorted in one work-group
 // Work-groups are always kRowGroup items (fewer where the kernel allows less), whatever the row
 // length: PoCL compiles a kernel again for every new work-group size.
 
@@ -68,6 +71,19 @@ void sort_rows(const Tensor& in, int64_t rows, int64_t n, bool desc, const Tenso
   const auto key_type = compute_dtype(in.scalar_type());
   const size_t key_size = c10::elementSize(key_type);
   const auto& info = tocl::device_info(device);
+  if (rows >= kMergeRowsPerUnit * static_cast<int64_t>(info.compute_units)) {
+    // Enough rows to keep every compute unit busy: a merge sort per row does n log n work, where the
+    // bitonic network does n log^2 n.
+    auto ka = at::empty({rows * n}, in.options().dtype(key_type));
+    auto kb = at::empty({rows * n}, in.options().dtype(key_type));
+    auto xa = at::empty({rows * n}, in.options().dtype(at::kInt));
+    auto xb = at::empty({rows * n}, in.options().dtype(at::kInt));
+    cl_kernel k = dtype_kernel(in, "sort.cl", "sort_rows_merge");
+    tocl::set_args(k, buffer_arg(values), buffer_arg(indices), buffer_arg(in), buffer_arg(ka), buffer_arg(xa),
+                   buffer_arg(kb), buffer_arg(xb), static_cast<cl_long>(rows), N, D);
+    tocl::enqueue_1d(device, stream, k, rows);
+    return;
+  }
   // The longest power-of-two block whose keys and positions fit in local memory (with room to spare).
   const int64_t local_cap =
       std::min<int64_t>(kMaxLocalRow, prev_pow2(static_cast<int64_t>(info.local_mem_size / 2) /
@@ -152,7 +168,8 @@ std::tuple<Tensor&, Tensor&> sort_stable_out(const Tensor& self, std::optional<b
   return {values, indices};
 }
 
-// ---- topk: the first k of the sorted rows (largest: descending), in sorted order ----
+// ---- topk: the first k of the sorted rows (largest: descending), in sorted order; for small k
+// one pass over each row instead of a sort ----
 
 void topk_into(const Tensor& self, int64_t k, int64_t dim, bool largest, const Tensor& values,
                const Tensor& indices) {
@@ -166,6 +183,22 @@ void topk_into(const Tensor& self, int64_t k, int64_t dim, bool largest, const T
     return;
   }
   dim = at::maybe_wrap_dim(dim, self.dim());
+  const int64_t n = self.size(dim);
+  if (k <= kSmallRow && n < INT_MAX) {  // one pass over each row keeping the first k
+    const auto in = self.movedim(dim, -1).contiguous();
+    auto v = values.movedim(dim, -1);
+    auto i = indices.movedim(dim, -1);
+    auto vt = v.is_contiguous() ? v : at::empty(v.sizes(), values.options());
+    auto it = i.is_contiguous() ? i : at::empty(i.sizes(), indices.options());
+    const int64_t rows = in.numel() / n;
+    cl_kernel kernel = dtype_kernel(in, "sort.cl", "topk_small");
+    tocl::set_args(kernel, buffer_arg(vt), buffer_arg(it), buffer_arg(in), static_cast<cl_long>(rows),
+                   static_cast<cl_int>(n), static_cast<cl_int>(k), static_cast<cl_int>(largest));
+    tocl::enqueue_1d(device_index(in), current_stream_of(in), kernel, rows);
+    if (!v.is_contiguous()) v.copy_(vt);
+    if (!i.is_contiguous()) i.copy_(it);
+    return;
+  }
   auto sorted_values = at::empty(self.sizes(), self.options());
   auto sorted_indices = at::empty(self.sizes(), self.options().dtype(at::kLong));
   sort_into(self, dim, largest, sorted_values, sorted_indices);

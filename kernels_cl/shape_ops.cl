@@ -2,7 +2,8 @@
 // For every output element (coordinates i_d, innermost dim first) the source coordinate is
 //   c_d = ((flip_d ? out_size_d - 1 - i_d : i_d) + shift_d) % in_size_d
 // flip: flip_d set; roll: shift_d = the roll's complement; repeat: out_size_d = in_size_d * repeats_d.
-// Sizes and strides (in elements) are arguments, so one program per dtype serves every shape.
+// Sizes and strides (in elements) are arguments, so one program per element size serves every
+// shape; I_T is int where every index fits in 31 bits (32-bit division is much cheaper), else long.
 #define MAX_DIMS 16
 
 typedef struct {
@@ -17,17 +18,18 @@ typedef struct {
 
 __kernel void gather_nd(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset, long total,
                         GatherGeometry g) {
-  long rest = get_global_id(0);
-  if (rest >= total) return;
-  long src = 0, dst = 0;
+  if (get_global_id(0) >= total) return;
+  I_T rest = (I_T)get_global_id(0);
+  I_T src = 0, dst = 0;
   for (int d = 0; d < g.ndim; ++d) {
-    const long size = g.out_sizes[d];
-    const long i = rest % size;
+    const I_T size = (I_T)g.out_sizes[d];
+    const I_T i = rest % size;
     rest /= size;
-    long c = (g.flips[d] ? size - 1 - i : i) + g.shifts[d];
-    c %= g.in_sizes[d];
-    src += c * g.in_strides[d];
-    dst += i * g.out_strides[d];
+    I_T c = (g.flips[d] ? size - 1 - i : i) + (I_T)g.shifts[d];
+    const I_T in_size = (I_T)g.in_sizes[d];
+    if (c >= in_size) c %= in_size;
+    src += c * (I_T)g.in_strides[d];
+    dst += i * (I_T)g.out_strides[d];
   }
   out[out_offset + dst] = in[in_offset + src];
 }

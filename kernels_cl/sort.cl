@@ -5,7 +5,9 @@
 // the stable sort whatever `stable` asked. Rows are padded to a power of two P; padding has
 // positions >= n and sorts after every real element.
 //   rows of n <= SMALL:     sort_small, one work-item per row (insertion sort)
+//   many rows (>= 8 per compute unit): sort_rows_merge, one work-item per row (merge sort)
 //   rows of P <= local cap: sort_rows_local, one work-group per row (bitonic in local memory)
+//   topk with k <= SMALL:   topk_small, one work-item per row (a sorted buffer of k)
 //   longer rows:            sort_blocks_local, then per merge size k: bitonic_global_step for the
 //                           strides that span blocks and bitonic_merge_local for the rest;
 //                           sort_write copies the first n of each padded row out.
@@ -65,6 +67,91 @@ __kernel void sort_small(__global T_T* values, ulong v_offset, __global long* in
   for (int e = 0; e < n; ++e) {
     STORE_T(values, v_offset + r * n + e, k[e]);
     indices[i_offset + r * n + e] = p[e];
+  }
+}
+
+// Many rows: one work-item per row, a merge sort over scratch rows (ka/xa, kb/xb: rows x n each):
+// runs of SMALL by insertion, then merges of doubling width, ping-ponging between the two.
+__kernel void sort_rows_merge(__global T_T* values, ulong v_offset, __global long* indices, ulong i_offset,
+                              __global const T_T* in, ulong in_offset, __global T_CT* ka, ulong ka_offset,
+                              __global int* xa, ulong xa_offset, __global T_CT* kb, ulong kb_offset,
+                              __global int* xb, ulong xb_offset, long rows, int n, int desc) {
+  const long r = get_global_id(0);
+  if (r >= rows) return;
+  __global T_CT* k0 = ka + ka_offset + r * n;
+  __global int* x0 = xa + xa_offset + r * n;
+  __global T_CT* k1 = kb + kb_offset + r * n;
+  __global int* x1 = xb + xb_offset + r * n;
+  for (int s = 0; s < n; s += SMALL) {
+    const int end = min(s + SMALL, n);
+    for (int e = s; e < end; ++e) {
+      const T_CT x = LOAD_T(in, in_offset + r * n + e);
+      int q = e;
+      while (q > s && before(x, e, k0[q - 1], x0[q - 1], n, desc)) {
+        k0[q] = k0[q - 1];
+        x0[q] = x0[q - 1];
+        --q;
+      }
+      k0[q] = x;
+      x0[q] = e;
+    }
+  }
+  for (int w = SMALL; w < n; w *= 2) {
+    for (int s = 0; s < n; s += 2 * w) {
+      int a = s, b = min(s + w, n), o = s;
+      const int a_end = b, b_end = min(s + 2 * w, n);
+      while (a < a_end && b < b_end) {
+        const int take_b = before(k0[b], x0[b], k0[a], x0[a], n, desc);
+        const int from = take_b ? b++ : a++;
+        k1[o] = k0[from];
+        x1[o++] = x0[from];
+      }
+      while (a < a_end) {
+        k1[o] = k0[a];
+        x1[o++] = x0[a++];
+      }
+      while (b < b_end) {
+        k1[o] = k0[b];
+        x1[o++] = x0[b++];
+      }
+    }
+    __global T_CT* kt = k0;
+    k0 = k1;
+    k1 = kt;
+    __global int* xt = x0;
+    x0 = x1;
+    x1 = xt;
+  }
+  for (int e = 0; e < n; ++e) {
+    STORE_T(values, v_offset + r * n + e, k0[e]);
+    indices[i_offset + r * n + e] = x0[e];
+  }
+}
+
+// topk for k <= SMALL: one work-item per row keeps the first k of the row's order in a sorted
+// buffer while scanning it once (later equal keys never displace earlier ones: the stable order).
+__kernel void topk_small(__global T_T* values, ulong v_offset, __global long* indices, ulong i_offset,
+                         __global const T_T* in, ulong in_offset, long rows, int n, int k, int desc) {
+  const long r = get_global_id(0);
+  if (r >= rows) return;
+  T_CT key[SMALL];
+  int pos[SMALL];
+  int count = 0;
+  for (int e = 0; e < n; ++e) {
+    const T_CT x = LOAD_T(in, in_offset + r * n + e);
+    if (count == k && !before(x, e, key[k - 1], pos[k - 1], n, desc)) continue;
+    int q = count < k ? count++ : k - 1;
+    while (q > 0 && before(x, e, key[q - 1], pos[q - 1], n, desc)) {
+      key[q] = key[q - 1];
+      pos[q] = pos[q - 1];
+      --q;
+    }
+    key[q] = x;
+    pos[q] = e;
+  }
+  for (int e = 0; e < k; ++e) {
+    STORE_T(values, v_offset + r * k + e, key[e]);
+    indices[i_offset + r * k + e] = pos[e];
   }
 }
 

@@ -168,8 +168,10 @@ def test_cpu_index_tensors_are_accepted_for_indexing():
 
 def test_multiple_returns():
     a = cpu_data(shape=(3, 4))
-    values, indices = torch.sort(a.to(DEV), dim=1, descending=True)
-    ref = torch.sort(a, dim=1, descending=True)
+    before = torch.opencl.fallback_stats().get("aten::kthvalue.values", 0)
+    values, indices = torch.kthvalue(a.to(DEV), 2, dim=1)  # sort is native now; kthvalue still falls back
+    assert torch.opencl.fallback_stats().get("aten::kthvalue.values", 0) == before + 1, "pick an op that falls back"
+    ref = torch.kthvalue(a, 2, dim=1)
     assert values.device.type == DEV and indices.device.type == DEV
     torch.testing.assert_close(values.cpu(), ref.values)
     torch.testing.assert_close(indices.cpu(), ref.indices)

@@ -67,6 +67,23 @@ def test_sort_long_rows_take_the_multi_pass_path(dtype, n):
         check_sort(x, descending=False)
         check_sort(x, descending=True)
         check_sort(x.t().contiguous(), dim=0, descending=True)
+        for k in [5, 100]:  # the one-pass and the sorting topk
+            v, i = torch.topk(x.to(DEV), k)
+            rv, _ = torch.topk(x, k)
+            torch.testing.assert_close(v.cpu(), rv, equal_nan=True)
+            torch.testing.assert_close(torch.gather(x, 1, i.cpu()), rv, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool])
+def test_sort_many_rows_take_the_merge_sort_path(dtype):
+    # >= 8 rows per compute unit: one work-item merge-sorts each row
+    for n in [17, 40, 333]:
+        x = data(1200, n, dtype=dtype, seed=n, ties=True)
+        if dtype.is_floating_point:
+            x[::3, ::7] = float("nan")
+        with native_only():
+            check_sort(x, 1, descending=n % 2 == 0)
+            check_sort(x, 1, descending=n % 2 == 1)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
