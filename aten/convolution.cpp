@@ -1,8 +1,9 @@
 // Convolution reaches PrivateUse1 as convolution_overrideable and
 // convolution_backward_overrideable (ATen has checked the shapes by then).
 // 1-D and 2-D convolutions of float32/float64 run natively: im2col
-// (kernels_cl/im2col.cl) and CLBlast GEMM per group, col2im for grad_input,
-// GEMM for grad_weight, GEMV with a ones vector for grad_bias. Transposed and
+// (kernels_cl/im2col.cl) laid out (C*KH*KW, N*L) and one CLBlast GEMM per group
+// over the whole batch, col2im for grad_input, GEMM for grad_weight, GEMV with a
+// ones vector for grad_bias. Transposed and
 // 3-D convolutions, and other dtypes, run CPU's convolution on copies, counted
 // as fallbacks.
 #include <ATen/ATen.h>
@@ -142,15 +143,24 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
   const auto& g = c.g;
   auto out = at::empty({c.N, c.O, g.OH, g.OW}, c.input.options());
   if (out.numel() > 0) {
-    const int64_t L = c.L(), K = c.K(), Og = c.Og();
-    const auto col = im2col(c, c.rows() * L, L, {c.N, c.rows(), L});
-    const auto out3 = out.view({c.N, c.O, L});
+    // One GEMM per group over the whole batch: W (O, K) @ colT (K, N * L) gives (O, N * L), which is
+    // (N, O, L) permuted. N GEMMs of (O, K) @ (K, L) each cost a CLBlast launch with its padding kernels.
+    const int64_t L = c.L(), K = c.K(), Og = c.Og(), N = c.N;
+    const auto colT = im2col(c, L, N * L, {c.rows(), N * L});
+    auto out3 = out.view({N, c.O, L});
+    const bool has_bias = bias && bias->defined();
+    const auto outT = N == 1 ? out3[0] : at::empty({c.O, N * L}, c.input.options());
     const auto w2 = c.weight.view({c.O, K});
-    for (int64_t gi = 0; gi < groups; ++gi) {
-      gemm_batched(w2.narrow(0, gi * Og, Og).unsqueeze(0).expand({c.N, Og, K}), col.narrow(1, gi * K, K),
-                   out3.narrow(1, gi * Og, Og), 1, 0);
+    for (int64_t gi = 0; gi < groups; ++gi)
+      gemm(w2.narrow(0, gi * Og, Og), colT.narrow(0, gi * K, K), outT.narrow(0, gi * Og, Og), 1, 0);
+    if (N == 1) {
+      if (has_bias) out3.add_(bias->view({1, c.O, 1}));
+    } else {
+      // One pass puts (O, N, L) into (N, O, L) and adds the bias.
+      const auto permuted = outT.view({c.O, N, L}).permute({1, 0, 2});
+      if (has_bias) at::add_out(out3, permuted, bias->view({1, c.O, 1}));
+      else out3.copy_(permuted);
     }
-    if (bias && bias->defined()) out.add_(bias->view({1, c.O, 1, 1}));
   }
   return c.one_d ? out.squeeze(2) : out;
 }
@@ -167,22 +177,24 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
   const int64_t L = c.L(), K = c.K(), Og = c.Og(), N = c.N;
   const auto go3 = (c.one_d ? grad_output.unsqueeze(2) : grad_output).contiguous().view({N, c.O, L});
   at::Tensor grad_input, grad_weight, grad_bias;
+  // grad_output as (O, N * L): one GEMM per group over the whole batch for each gradient.
+  at::Tensor goT;
+  if (output_mask[0] || output_mask[1] || output_mask[2]) {
+    goT = N == 1 ? go3.view({c.O, L}) : go3.permute({1, 0, 2}).contiguous().view({c.O, N * L});
+  }
   if (output_mask[0]) {
     grad_input = at::empty(c.input.sizes(), c.input.options());
     if (grad_input.numel() > 0) {
-      const auto gcol = at::empty({N, c.rows(), L}, c.input.options());
+      // gcolT (rows, N * L) = W^T (K, O) @ goT (O, N * L), per group; col2im reads it at (k, n, l).
+      const auto gcolT = at::empty({c.rows(), N * L}, c.input.options());
       const auto w2 = c.weight.view({c.O, K});
       for (int64_t gi = 0; gi < groups; ++gi) {
-        gemm_batched(w2.narrow(0, gi * Og, Og).t().unsqueeze(0).expand({N, K, Og}), go3.narrow(1, gi * Og, Og),
-                     gcol.narrow(1, gi * K, K), 1, 0);
+        gemm(w2.narrow(0, gi * Og, Og).t(), goT.narrow(0, gi * Og, Og), gcolT.narrow(0, gi * K, K), 1, 0);
       }
-      launch("col2im", c, gcol, grad_input, c.rows() * L, L, grad_input.numel());
+      launch("col2im", c, gcolT, grad_input, L, N * L, grad_input.numel());
     }
     if (c.one_d) grad_input = grad_input.squeeze(2);
   }
-  // grad_output as (O, N * L): one GEMM (and one GEMV) over the whole batch.
-  at::Tensor goT;
-  if (output_mask[1] || output_mask[2]) goT = go3.permute({1, 0, 2}).contiguous().view({c.O, N * L});
   if (output_mask[1]) {
     auto gw = at::empty({c.O, K}, c.input.options());
     const auto colT = im2col(c, L, N * L, {c.rows(), N * L});
