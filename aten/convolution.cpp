@@ -148,7 +148,7 @@ void launch(const char* name, const Conv2d& c, const at::Tensor& src, const at::
 // at k * N * L + n * L + l, so one GEMM per group covers the whole batch.
 at::Tensor im2col(const Conv2d& c, const at::Tensor& x4) {
   auto col = at::empty({c.rows(), c.N * c.L()}, c.options);
-  launch("im2col", c, x4, col, c.L(), c.N * c.L(), c.N * c.rows() * c.L());
+  launch("im2col", c, x4, col, c.L(), c.N * c.L(), c.N * c.rows() * c.g.OH);  // a work-item per output row
   return col;
 }
 
@@ -193,7 +193,7 @@ at::Tensor conv_input_grad(const Conv2d& c, const at::Tensor& goT, const at::Ten
   if (gcolT.numel() == 0 || Og == 0) return grad_input.zero_();
   for (int64_t gi = 0; gi < c.groups; ++gi)
     gemm(w2.narrow(0, gi * Og, Og).t(), goT.narrow(0, gi * Og, Og), gcolT.narrow(0, gi * K, K), 1, 0);
-  launch("col2im", c, gcolT, grad_input, L, N * L, grad_input.numel());
+  launch("col2im", c, gcolT, grad_input, L, N * L, N * g.C * g.H);  // a work-item per input row
   return grad_input;
 }
 
