@@ -1,10 +1,12 @@
 // Convolution reaches PrivateUse1 as convolution_overrideable and
 // convolution_backward_overrideable (ATen has checked the shapes by then).
-// 1-D and 2-D convolutions of float32/float64 run natively: im2col
-// (kernels_cl/im2col.cl) and CLBlast GEMM per group, col2im for grad_input,
-// GEMM for grad_weight, GEMV with a ones vector for grad_bias. Transposed and
-// 3-D convolutions, and other dtypes, run CPU's convolution on copies, counted
-// as fallbacks.
+// 1-D and 2-D convolutions of float32/float64, transposed ones included, run natively: im2col
+// (kernels_cl/im2col.cl) laid out (N*L, C*KH*KW) and one CLBlast GEMM per group
+// over the whole batch, col2im for grad_input, GEMM for grad_weight, GEMV with a
+// ones vector for grad_bias. A transposed convolution is the adjoint of a regular
+// one: its forward is that one's input gradient (GEMM + col2im), its grad_input
+// that one's forward. 3-D convolutions and other dtypes run CPU's convolution on
+// copies, counted as fallbacks.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -21,7 +23,7 @@
 namespace torch_opencl {
 namespace {
 
-// --- CPU path (transposed, 3-D, dtypes CLBlast does not compute)
+// --- CPU path (3-D, dtypes CLBlast does not compute)
 
 at::Tensor to_cpu(const at::Tensor& t) { return t.defined() ? t.to(at::kCPU) : t; }
 
@@ -69,37 +71,41 @@ cl_program im2col_program(int device, at::ScalarType type) {
   return program;
 }
 
-// A 1-D or 2-D convolution seen as 2-D: input and weight with a height of 1 added for 1-D.
+// A 1-D or 2-D convolution seen as 2-D (a height of 1 added for 1-D): the regular convolution
+// of an input (N, C, H, W) with a weight (O, C / groups, KH, KW). A transposed convolution is
+// described by the regular one it is the adjoint of: its output is that one's input.
 struct Conv2d {
-  at::Tensor input, weight;  // 4-D, contiguous
   ConvGeometry g{};
   int64_t N = 0, O = 0, groups = 1;
   bool one_d = false;
+  at::TensorOptions options;
   int64_t L() const { return g.OH * g.OW; }
   int64_t rows() const { return g.C * g.KH * g.KW; }          // im2col rows, all groups
   int64_t K() const { return rows() / groups; }               // GEMM depth per group
   int64_t Og() const { return O / groups; }
 };
 
-Conv2d describe(const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding,
-                at::IntArrayRef dilation, int64_t groups) {
+at::Tensor as_4d(const at::Tensor& t, bool one_d) { return (one_d ? t.unsqueeze(2) : t).contiguous(); }
+
+// in: the regular convolution's input sizes (N, C, H[, W]); w: its weight sizes (O, C / groups, KH[, KW]).
+Conv2d describe(at::IntArrayRef in, at::IntArrayRef w, at::IntArrayRef stride, at::IntArrayRef padding,
+                at::IntArrayRef dilation, int64_t groups, const at::TensorOptions& options) {
   Conv2d c;
-  c.one_d = input.dim() == 3;
-  c.input = (c.one_d ? input.unsqueeze(2) : input).contiguous();
-  c.weight = (c.one_d ? weight.unsqueeze(2) : weight).contiguous();
+  c.one_d = in.size() == 3;
   auto at2 = [&](at::IntArrayRef v, int64_t i, int64_t one_d_value) {
     if (c.one_d) return i == 0 ? one_d_value : v[0];
     return v[i];
   };
-  c.N = c.input.size(0);
-  c.O = c.weight.size(0);
+  c.N = in[0];
+  c.O = w[0];
   c.groups = groups;
+  c.options = options;
   auto& g = c.g;
-  g.C = c.input.size(1);
-  g.H = c.input.size(2);
-  g.W = c.input.size(3);
-  g.KH = c.weight.size(2);
-  g.KW = c.weight.size(3);
+  g.C = in[1];
+  g.H = c.one_d ? 1 : in[2];
+  g.W = in.back();
+  g.KH = c.one_d ? 1 : w[2];
+  g.KW = w.back();
   g.SH = at2(stride, 0, 1), g.SW = at2(stride, 1, 1);
   g.PH = at2(padding, 0, 0), g.PW = at2(padding, 1, 0);
   g.DH = at2(dilation, 0, 1), g.DW = at2(dilation, 1, 1);
@@ -108,27 +114,103 @@ Conv2d describe(const at::Tensor& input, const at::Tensor& weight, at::IntArrayR
   return c;
 }
 
-void launch(const char* name, const Conv2d& c, const at::Tensor& src, const at::Tensor& dst, int64_t col_sn,
-            int64_t col_sk, int64_t total) {
+// The transposed convolution of input (N, C_in, H[, W]) with weight (C_in, C_out / groups, KH[, KW]) as the
+// adjoint of a regular convolution of (N, C_out, OH[, OW]) with the same weight.
+Conv2d describe_transposed(const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride,
+                           at::IntArrayRef padding, at::IntArrayRef dilation, at::IntArrayRef output_padding,
+                           int64_t groups) {
+  std::vector<int64_t> out{input.size(0), weight.size(1) * groups};
+  for (int64_t i = 2; i < input.dim(); ++i) {
+    const int64_t d = i - 2;
+    out.push_back((input.size(i) - 1) * stride[d] - 2 * padding[d] + dilation[d] * (weight.size(i) - 1) +
+                  output_padding[d] + 1);
+  }
+  return describe(out, weight.sizes(), stride, padding, dilation, groups, input.options());
+}
+
+// Whether the regular convolution maps the transposed one's output back onto its input's size (not so when an
+// output_padding of at least the stride, allowed below the dilation, adds a position no input fed).
+bool adjoint_fits(const Conv2d& c, const at::Tensor& input) {
+  return c.g.OW == input.size(-1) && (c.one_d || c.g.OH == input.size(2));
+}
+
+void launch(const char* name, const Conv2d& c, const at::Tensor& src, const at::Tensor& dst, int64_t total) {
   if (total == 0) return;
   const int device = device_index(dst);
   cl_kernel k = tocl::get_kernel(im2col_program(device, dst.scalar_type()), name);
-  tocl::set_args(k, buffer_arg(src), buffer_arg(dst), c.g, static_cast<cl_long>(col_sn), static_cast<cl_long>(col_sk),
-                 static_cast<cl_long>(total));
+  // col is (N * L, C * KH * KW) row-major: element (n, k, l) at (n * L + l) * rows + k.
+  tocl::set_args(k, buffer_arg(src), buffer_arg(dst), c.g, static_cast<cl_long>(c.L() * c.rows()),
+                 static_cast<cl_long>(1), static_cast<cl_long>(c.rows()), static_cast<cl_long>(total));
   tocl::enqueue_1d(device, tocl::current_stream(device), k, total);
 }
 
-// col with element (n, k, l) at n * col_sn + k * col_sk + l.
-at::Tensor im2col(const Conv2d& c, int64_t col_sn, int64_t col_sk, at::IntArrayRef col_sizes) {
-  auto col = at::empty(col_sizes, c.input.options());
-  launch("im2col", c, c.input, col, col_sn, col_sk, c.N * c.rows() * c.L());
+// The GEMMs run over the whole batch with the patches as rows: col (N * L, C * KH * KW) @ W^T (K, O) per group.
+// (N GEMMs of (O, K) @ (K, L) each cost a CLBlast launch; W (O, K) @ col^T (K, N * L) reads rows N * L apart,
+// which measured 3-10x slower on PoCL than this layout, whose operands are read along contiguous rows.)
+
+// x4: the convolution input (N, C, H, W), contiguous -> col (N * L, C * KH * KW).
+at::Tensor im2col(const Conv2d& c, const at::Tensor& x4) {
+  auto col = at::empty({c.N * c.L(), c.rows()}, c.options);
+  launch("im2col", c, x4, col, c.N * c.rows() * c.g.OH);  // a work-item per output row
   return col;
 }
 
-bool native(const at::Tensor& input, const at::Tensor& weight, bool transposed) {
-  return !transposed && (input.dim() == 3 || input.dim() == 4) && blas_supports(input.scalar_type()) &&
+// (N, O, L) as (N * L, O), contiguous.
+at::Tensor channels_last(const at::Tensor& t3) {
+  const int64_t N = t3.size(0), O = t3.size(1), L = t3.size(2);
+  return t3.permute({0, 2, 1}).contiguous().view({N * L, O});
+}
+
+// The regular convolution: x4 (N, C, H, W) contiguous, w2 the weight as (O, K) -> (N, O, OH, OW).
+at::Tensor conv_forward(const Conv2d& c, const at::Tensor& x4, const at::Tensor& w2, const at::Tensor& bias) {
+  const auto& g = c.g;
+  auto out = at::empty({c.N, c.O, g.OH, g.OW}, c.options);
+  if (out.numel() == 0) return out;
+  const int64_t L = c.L(), K = c.K(), Og = c.Og(), N = c.N;
+  const auto col = im2col(c, x4);
+  const auto outR = at::empty({N * L, c.O}, c.options);
+  for (int64_t gi = 0; gi < c.groups; ++gi)
+    gemm(col.narrow(1, gi * K, K), w2.narrow(0, gi * Og, Og).t(), outR.narrow(1, gi * Og, Og), 1, 0);
+  // One pass puts (N, L, O) into (N, O, L) and adds the bias.
+  auto out3 = out.view({N, c.O, L});
+  const auto permuted = outR.view({N, L, c.O}).permute({0, 2, 1});
+  if (bias.defined()) at::add_out(out3, permuted, bias.view({1, c.O, 1}));
+  else out3.copy_(permuted);
+  return out;
+}
+
+// The regular convolution's input gradient from goR (N * L, O): (N, C, H, W).
+// gcol (N * L, rows) = goR (N * L, O) @ W (O, K) per group; col2im gathers it.
+at::Tensor conv_input_grad(const Conv2d& c, const at::Tensor& goR, const at::Tensor& w2) {
+  const auto& g = c.g;
+  auto grad_input = at::empty({c.N, g.C, g.H, g.W}, c.options);
+  if (grad_input.numel() == 0) return grad_input;
+  const int64_t L = c.L(), K = c.K(), Og = c.Og(), N = c.N;
+  const auto gcol = at::empty({N * L, c.rows()}, c.options);
+  if (gcol.numel() == 0 || Og == 0) return grad_input.zero_();
+  for (int64_t gi = 0; gi < c.groups; ++gi)
+    gemm(goR.narrow(1, gi * Og, Og), w2.narrow(0, gi * Og, Og), gcol.narrow(1, gi * K, K), 1, 0);
+  launch("col2im", c, gcol, grad_input, N * g.C * g.H);  // a work-item per input row
+  return grad_input;
+}
+
+// The regular convolution's weight gradient, as (O, K): goR^T (O, N * L) @ col (N * L, K) per group.
+at::Tensor conv_weight_grad(const Conv2d& c, const at::Tensor& x4, const at::Tensor& goR) {
+  auto gw = at::empty({c.O, c.K()}, c.options);
+  if (gw.numel() == 0) return gw;
+  const int64_t K = c.K(), Og = c.Og();
+  const auto col = im2col(c, x4);
+  for (int64_t gi = 0; gi < c.groups; ++gi)
+    gemm(goR.narrow(1, gi * Og, Og).t(), col.narrow(1, gi * K, K), gw.narrow(0, gi * Og, Og), 1, 0);
+  return gw;
+}
+
+bool native(const at::Tensor& input, const at::Tensor& weight) {
+  return (input.dim() == 3 || input.dim() == 4) && blas_supports(input.scalar_type()) &&
          weight.scalar_type() == input.scalar_type();
 }
+
+at::Tensor squeeze_1d(const at::Tensor& t, bool one_d) { return one_d ? t.squeeze(2) : t; }
 
 at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                        at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
@@ -136,65 +218,62 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
   TORCH_CHECK(weight.device() == input.device() && (!bias || !bias->defined() || bias->device() == input.device()),
               "Expected all tensors to be on the same device, but found at least two devices, ", input.device(),
               " and ", weight.device() != input.device() ? weight.device() : bias->device(), "!");
-  if (!native(input, weight, transposed))
+  if (!native(input, weight))
     return convolution_on_cpu(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
-  const Conv2d c = describe(input, weight, stride, padding, dilation, groups);
-  const auto& g = c.g;
-  auto out = at::empty({c.N, c.O, g.OH, g.OW}, c.input.options());
-  if (out.numel() > 0) {
-    const int64_t L = c.L(), K = c.K(), Og = c.Og();
-    const auto col = im2col(c, c.rows() * L, L, {c.N, c.rows(), L});
-    const auto out3 = out.view({c.N, c.O, L});
-    const auto w2 = c.weight.view({c.O, K});
-    for (int64_t gi = 0; gi < groups; ++gi) {
-      gemm_batched(w2.narrow(0, gi * Og, Og).unsqueeze(0).expand({c.N, Og, K}), col.narrow(1, gi * K, K),
-                   out3.narrow(1, gi * Og, Og), 1, 0);
-    }
-    if (bias && bias->defined()) out.add_(bias->view({1, c.O, 1, 1}));
+  const bool one_d = input.dim() == 3;
+  const at::Tensor b = bias && bias->defined() ? *bias : at::Tensor();
+  const auto w4 = as_4d(weight, one_d);
+  if (!transposed) {
+    const Conv2d c = describe(input.sizes(), weight.sizes(), stride, padding, dilation, groups, input.options());
+    return squeeze_1d(conv_forward(c, as_4d(input, one_d), w4.view({c.O, c.K()}), b), one_d);
   }
-  return c.one_d ? out.squeeze(2) : out;
+  // A transposed convolution is the input gradient of the regular one, with its input as grad_output.
+  const Conv2d c = describe_transposed(input, weight, stride, padding, dilation, output_padding, groups);
+  if (!adjoint_fits(c, input))
+    return convolution_on_cpu(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
+  const auto x4 = as_4d(input, one_d);
+  auto out = conv_input_grad(c, channels_last(x4.view({c.N, c.O, c.L()})), w4.view({c.O, c.K()}));
+  if (b.defined()) out.add_(b.view({1, c.g.C, 1, 1}));
+  return squeeze_1d(out, one_d);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride,
     at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding,
     int64_t groups, std::array<bool, 3> output_mask) {
-  if (!native(input, weight, transposed) || grad_output.scalar_type() != input.scalar_type())
+  if (!native(input, weight) || grad_output.scalar_type() != input.scalar_type())
     return convolution_backward_on_cpu(grad_output, input, weight, stride, padding, dilation, transposed,
                                        output_padding, groups, output_mask);
-  const Conv2d c = describe(input, weight, stride, padding, dilation, groups);
-  const auto& g = c.g;
-  const int64_t L = c.L(), K = c.K(), Og = c.Og(), N = c.N;
-  const auto go3 = (c.one_d ? grad_output.unsqueeze(2) : grad_output).contiguous().view({N, c.O, L});
+  const bool one_d = input.dim() == 3;
+  const auto w4 = as_4d(weight, one_d);
+  const auto go4 = as_4d(grad_output, one_d), x4 = as_4d(input, one_d);
   at::Tensor grad_input, grad_weight, grad_bias;
-  if (output_mask[0]) {
-    grad_input = at::empty(c.input.sizes(), c.input.options());
-    if (grad_input.numel() > 0) {
-      const auto gcol = at::empty({N, c.rows(), L}, c.input.options());
-      const auto w2 = c.weight.view({c.O, K});
-      for (int64_t gi = 0; gi < groups; ++gi) {
-        gemm_batched(w2.narrow(0, gi * Og, Og).t().unsqueeze(0).expand({N, K, Og}), go3.narrow(1, gi * Og, Og),
-                     gcol.narrow(1, gi * K, K), 1, 0);
-      }
-      launch("col2im", c, gcol, grad_input, c.rows() * L, L, grad_input.numel());
+  if (!transposed) {
+    const Conv2d c = describe(input.sizes(), weight.sizes(), stride, padding, dilation, groups, input.options());
+    const auto w2 = w4.view({c.O, c.K()});
+    // grad_output as (N * L, O): one GEMM per group over the whole batch for each gradient.
+    const auto goR = channels_last(go4.view({c.N, c.O, c.L()}));
+    if (output_mask[0]) grad_input = squeeze_1d(conv_input_grad(c, goR, w2), one_d);
+    if (output_mask[1]) grad_weight = conv_weight_grad(c, x4, goR).view(weight.sizes());
+    if (output_mask[2]) {
+      grad_bias = at::empty({c.O}, input.options());
+      if (goR.numel() == 0) grad_bias.zero_();
+      else gemv(goR.t(), at::ones({goR.size(0)}, input.options()), grad_bias, 1, 0);
     }
-    if (c.one_d) grad_input = grad_input.squeeze(2);
+    return {grad_input, grad_weight, grad_bias};
   }
-  // grad_output as (O, N * L): one GEMM (and one GEMV) over the whole batch.
-  at::Tensor goT;
-  if (output_mask[1] || output_mask[2]) goT = go3.permute({1, 0, 2}).contiguous().view({c.O, N * L});
+  // Transposed: y = A^T x for the regular convolution A (input y-shaped, grad_output x-shaped), so
+  // grad_x = A grad_y (the regular forward) and grad_weight is the regular one with x as grad_output.
+  const Conv2d c = describe_transposed(input, weight, stride, padding, dilation, output_padding, groups);
+  if (!adjoint_fits(c, input))
+    return convolution_backward_on_cpu(grad_output, input, weight, stride, padding, dilation, transposed,
+                                       output_padding, groups, output_mask);
+  const auto w2 = w4.view({c.O, c.K()});
+  if (output_mask[0]) grad_input = squeeze_1d(conv_forward(c, go4, w2, at::Tensor()), one_d);
   if (output_mask[1]) {
-    auto gw = at::empty({c.O, K}, c.input.options());
-    const auto colT = im2col(c, L, N * L, {c.rows(), N * L});
-    for (int64_t gi = 0; gi < groups; ++gi)
-      gemm(goT.narrow(0, gi * Og, Og), colT.narrow(0, gi * K, K).t(), gw.narrow(0, gi * Og, Og), 1, 0);
-    grad_weight = gw.view(weight.sizes());
+    grad_weight = conv_weight_grad(c, go4, channels_last(x4.view({c.N, c.O, c.L()}))).view(weight.sizes());
   }
-  if (output_mask[2]) {
-    grad_bias = at::empty({c.O}, c.input.options());
-    gemv(goT, at::ones({N * L}, c.input.options()), grad_bias, 1, 0);
-  }
-  (void)g;
+  if (output_mask[2]) grad_bias = go4.sum({0, 2, 3});
   return {grad_input, grad_weight, grad_bias};
 }
 

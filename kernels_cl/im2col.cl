@@ -1,46 +1,64 @@
 // im2col and col2im for 1-D/2-D convolution (1-D as height 1). The host
 // prepends the prelude and `#define T float|double`; every size is an argument.
 // The input/grad_input are contiguous (N, C, H, W); col element (n, k, l) with
-// k = (c * KH + ki) * KW + kj and l = oy * OW + ox lives at n * col_sn + k * col_sk + l.
+// k = (c * KH + ki) * KW + kj and l = oy * OW + ox lives at n * col_sn + k * col_sk + l * col_sl.
+// Each work-item walks one row (64-bit divisions cost tens of cycles on CPUs, and
+// vector units have none): the index arithmetic is per row, not per element.
 
 typedef struct {
   long C, H, W, KH, KW, PH, PW, SH, SW, DH, DW, OH, OW;
 } ConvGeometry;
 
+// One work-item per (n, k, oy): the OW entries of col for that output row. total = N * C * KH * KW * OH.
 __kernel void im2col(__global const T* in, ulong in_offset, __global T* col, ulong col_offset,
-                     ConvGeometry g, long col_sn, long col_sk, long total) {
+                     ConvGeometry g, long col_sn, long col_sk, long col_sl, long total) {
   const long i = get_global_id(0);
   if (i >= total) return;
-  const long L = g.OH * g.OW, rows = g.C * g.KH * g.KW;
-  const long l = i % L, r = i / L;
+  const long rows = g.C * g.KH * g.KW;
+  const long oy = i % g.OH, r = i / g.OH;
   const long k = r % rows, n = r / rows;
   const long kj = k % g.KW, ki = (k / g.KW) % g.KH, c = k / (g.KH * g.KW);
-  const long oy = l / g.OW, ox = l % g.OW;
-  const long y = oy * g.SH - g.PH + ki * g.DH, x = ox * g.SW - g.PW + kj * g.DW;
-  T v = (T)0;
-  if (y >= 0 && y < g.H && x >= 0 && x < g.W) v = in[in_offset + ((n * g.C + c) * g.H + y) * g.W + x];
-  col[col_offset + n * col_sn + k * col_sk + l] = v;
+  const long y = oy * g.SH - g.PH + ki * g.DH;
+  __global T* dst = col + col_offset + n * col_sn + k * col_sk + oy * g.OW * col_sl;
+  if (y < 0 || y >= g.H) {
+    for (long ox = 0; ox < g.OW; ++ox) dst[ox * col_sl] = (T)0;
+    return;
+  }
+  __global const T* src = in + in_offset + ((n * g.C + c) * g.H + y) * g.W;
+  long x = kj * g.DW - g.PW;
+  for (long ox = 0; ox < g.OW; ++ox, x += g.SW) dst[ox * col_sl] = (x >= 0 && x < g.W) ? src[x] : (T)0;
 }
 
-// Each input element gathers the col entries it fed (no atomics).
+// One work-item per (n, c, y) input row: each element gathers the col entries it fed (no atomics).
+// total = N * C * H.
 __kernel void col2im(__global const T* col, ulong col_offset, __global T* out, ulong out_offset,
-                     ConvGeometry g, long col_sn, long col_sk, long total) {
+                     ConvGeometry g, long col_sn, long col_sk, long col_sl, long total) {
   const long i = get_global_id(0);
   if (i >= total) return;
-  const long x = i % g.W, y = (i / g.W) % g.H, c = (i / (g.W * g.H)) % g.C, n = i / (g.W * g.H * g.C);
-  T sum = (T)0;
+  const long y = i % g.H, c = (i / g.H) % g.C, n = i / (g.H * g.C);
+  __global T* dst = out + out_offset + i * g.W;
+  for (long x = 0; x < g.W; ++x) dst[x] = (T)0;
   for (long ki = 0; ki < g.KH; ++ki) {
     const long yy = y + g.PH - ki * g.DH;
-    if (yy < 0 || yy % g.SH) continue;
-    const long oy = yy / g.SH;
+    if (yy < 0 || (g.SH > 1 && yy % g.SH)) continue;
+    const long oy = g.SH > 1 ? yy / g.SH : yy;
     if (oy >= g.OH) continue;
     for (long kj = 0; kj < g.KW; ++kj) {
-      const long xx = x + g.PW - kj * g.DW;
-      if (xx < 0 || xx % g.SW) continue;
-      const long ox = xx / g.SW;
-      if (ox >= g.OW) continue;
-      sum += col[col_offset + n * col_sn + ((c * g.KH + ki) * g.KW + kj) * col_sk + oy * g.OW + ox];
+      __global const T* src =
+          col + col_offset + n * col_sn + ((c * g.KH + ki) * g.KW + kj) * col_sk + oy * g.OW * col_sl;
+      const long shift = g.PW - kj * g.DW;  // xx = x + shift
+      if (g.SW == 1) {
+        // ox = x + shift within [0, OW)
+        const long lo = max(0L, -shift), hi = min(g.W, g.OW - shift);
+        for (long x = lo; x < hi; ++x) dst[x] += src[(x + shift) * col_sl];
+      } else {
+        for (long x = 0; x < g.W; ++x) {
+          const long xx = x + shift;
+          if (xx < 0 || xx % g.SW) continue;
+          const long ox = xx / g.SW;
+          if (ox < g.OW) dst[x] += src[ox * col_sl];
+        }
+      }
     }
   }
-  out[out_offset + i] = sum;
 }

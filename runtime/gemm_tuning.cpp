@@ -35,6 +35,14 @@ bool is_pocl_cpu(const DeviceInfo& d) {
   return (d.type & CL_DEVICE_TYPE_CPU) && d.platform_name.find("Portable Computing Language") != std::string::npos;
 }
 
+// The device's native float vector width: 16 for PoCL on AVX-512 CPUs, 8 on AVX2 ones.
+cl_uint native_float_width(const DeviceInfo& d) {
+  cl_uint width = 0;
+  if (clGetDeviceInfo(d.id, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof(width), &width, nullptr) != CL_SUCCESS)
+    return 0;
+  return width;
+}
+
 // --- A minimal JSON reader: objects, strings, numbers; arrays, true/false/null are skipped.
 struct Reader {
   const std::string& s;
@@ -125,9 +133,25 @@ std::map<int, KernelParameters> parse_gemm_tuning_json(const std::string& text) 
 KernelParameters builtin_gemm_parameters(int device, int precision_bits) {
   const auto& d = device_info(device);
   if (!is_pocl_cpu(d)) return {};
-  // Measured on PoCL 3.1, 2-core AVX2 (shared/notes/clblast-on-pocl.md): 55-60 GFLOP/s against
-  // 12-20 with CLBlast's generic defaults. Shipped for single precision only.
+  // Shipped for single precision only.
   if (precision_bits != 32) return {};
+  if (native_float_width(d) >= 16) {
+    // PoCL 3.1 on an AVX-512 CPU (measured on a 2-core Skylake-AVX512 Xeon, see bench/bench_gemm.py):
+    // 16-wide vectors and 32x8 outputs per work-item. Not for AVX2 CPUs, whose 16 vector registers
+    // this tile would spill.
+    return {
+        {"Xgemm",
+         {{"GEMMK", 0}, {"KREG", 1}, {"KWG", 128}, {"KWI", 16}, {"MDIMA", 16}, {"MDIMC", 16}, {"MWG", 256},
+          {"NDIMB", 8}, {"NDIMC", 8}, {"NWG", 64}, {"SA", 1}, {"SB", 1}, {"STRM", 0}, {"STRN", 0}, {"VWM", 16},
+          {"VWN", 8}}},
+        {"XgemmDirect",
+         {{"WGD", 32}, {"MDIMCD", 8}, {"NDIMCD", 8}, {"MDIMAD", 8}, {"NDIMBD", 8}, {"KWID", 8}, {"VWMD", 4},
+          {"VWND", 4}, {"PADA", 1}, {"PADB", 1}}},
+        {"GemmRoutine", {{"XGEMM_MIN_INDIRECT_SIZE", 256}}},
+    };
+  }
+  // Measured on PoCL 3.1, 2-core AVX2 (shared/notes/clblast-on-pocl.md): 55-60 GFLOP/s against
+  // 12-20 with CLBlast's generic defaults.
   return {
       {"Xgemm",
        {{"GEMMK", 0}, {"KREG", 1}, {"KWG", 128}, {"KWI", 16}, {"MDIMA", 8}, {"MDIMC", 8}, {"MWG", 128},

@@ -228,11 +228,12 @@ def run_python(code, env_extra):
 
 
 def test_tuner_saves_and_backend_applies(tmp_path):
-    # One candidate (the built-in set, already compiled by the tests above), one switch size:
+    # One candidate per kernel (the built-in sets, already compiled by the tests above), one switch size:
     # the saved file is JSON, and a new process applies it before its first GEMM.
     env = {"TORCH_OPENCL_CACHE_DIR": str(tmp_path), "TORCH_OPENCL_FALLBACK": "silent"}
     r = run_python("from torch_opencl import tune; "
-                   "r = tune.tune(n=64, max_candidates=1, max_seconds=300, progress=False, switch_sizes=(64,)); "
+                   "r = tune.tune(n=64, max_candidates=1, max_seconds=300, progress=False, switch_sizes=(64,), "
+                   "direct_seconds=300, direct_size=64); "
                    "print(r['path'])", env)
     assert r.returncode == 0, r.stderr
     path = r.stdout.strip().splitlines()[-1]
@@ -241,6 +242,7 @@ def test_tuner_saves_and_backend_applies(tmp_path):
     xgemm = saved["parameters"]["32"]["Xgemm"]
     assert set(xgemm) >= {"KWG", "MWG", "NWG", "VWM", "VWN"}
     assert set(saved["parameters"]["32"].get("GemmRoutine", {})) <= {"XGEMM_MIN_INDIRECT_SIZE"}
+    assert set(saved["parameters"]["32"]["XgemmDirect"]) >= {"WGD", "MDIMCD", "NDIMCD", "VWMD", "VWND", "KWID"}
     check = ("import torch, torch_opencl; from torch_opencl import _C; "
              "a = torch.ones(8, 8, device='opencl'); print((a @ a).sum().item()); print(_C._gemm_tuning_source(0))")
     r = run_python(check, env)

@@ -1,6 +1,7 @@
 """Convolution (1-D and 2-D, stride, padding, dilation, groups, bias) through im2col and
 CLBlast GEMM: forward and all three gradients against CPU, run natively (fallback mode
-"error"); transposed convolution stays on the counted CPU path."""
+"error"), transposed convolution (1-D, 2-D) included; 3-D convolution stays on the counted
+CPU path."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -84,17 +85,77 @@ def test_zero_batch():
     assert y.shape == (0, 3, 3, 3)
 
 
-def test_transposed_runs_on_cpu_and_is_counted():
-    x, w = rnd(1, 2, 4, 4), rnd(2, 3, 3, 3, seed=1)
+def test_conv2d_batch_of_one():
+    # N == 1 writes the GEMM straight into the output (no (O, N, L) -> (N, O, L) pass)
+    run_both(F.conv2d, rnd(1, 3, 6, 5), rnd(4, 3, 3, 2, seed=1), None, padding=1)
+    run_both(F.conv2d, rnd(1, 3, 6, 5), rnd(4, 3, 3, 2, seed=1), rnd(4, seed=2), stride=2)
+
+
+CASES_T2D = [
+    # input (N, C_in, H, W), weight (C_in, C_out / groups, KH, KW), kwargs
+    ((2, 4, 5, 5), (4, 3, 3, 3), dict(stride=2, padding=1, output_padding=1)),
+    ((3, 4, 4, 6), (4, 2, 2, 3), dict(stride=(1, 2), padding=(0, 1), dilation=(2, 1), groups=2)),
+    ((1, 2, 4, 4), (2, 3, 3, 3), dict(stride=2)),
+    ((2, 3, 3, 4), (3, 2, 1, 1), dict(stride=3, output_padding=(2, 1))),
+]
+
+
+@pytest.mark.parametrize("xs,ws,kw", CASES_T2D)
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv_transpose2d(xs, ws, kw, bias):
+    groups = kw.get("groups", 1)
+    run_both(F.conv_transpose2d, rnd(*xs), rnd(*ws, seed=1), rnd(ws[1] * groups, seed=2) if bias else None, **kw)
+
+
+def test_conv_transpose1d():
+    run_both(F.conv_transpose1d, rnd(2, 3, 7), rnd(3, 4, 3, seed=1), rnd(4, seed=2), stride=3, padding=1,
+             output_padding=2)
+    run_both(F.conv_transpose1d, rnd(3, 4, 5), rnd(4, 1, 2, seed=1), None, dilation=3, groups=4)
+
+
+@pytest.mark.skipif(not HAS_FP64, reason="device has no float64")
+def test_conv_transpose2d_float64():
+    d = torch.float64
+    run_both(F.conv_transpose2d, rnd(2, 4, 3, 5, dtype=d), rnd(4, 2, 3, 2, dtype=d, seed=1), rnd(4, dtype=d, seed=2),
+             stride=2, padding=(1, 0), groups=2)
+
+
+def test_conv_transpose_module_and_zero_batch():
+    conv = torch.nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1)
+    conv_d = torch.nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1).to(DEV)
+    conv_d.load_state_dict(conv.state_dict())
+    x = rnd(2, 3, 4, 4)
+    previous = torch.opencl.fallback_mode()
+    torch.opencl.set_fallback_mode("error")
+    try:
+        y = conv_d(x.to(DEV))
+        z = F.conv_transpose2d(torch.empty(0, 2, 5, 5, device=DEV), rnd(2, 3, 3, 3).to(DEV))
+    finally:
+        torch.opencl.set_fallback_mode(previous)
+    torch.testing.assert_close(y.detach().cpu(), conv(x).detach(), rtol=1e-4, atol=1e-4)
+    assert z.shape == (0, 3, 7, 7)
+
+
+def _counted_on_cpu(fn, *args, **kw):
     previous = torch.opencl.fallback_mode()
     torch.opencl.set_fallback_mode("silent")
     torch.opencl.reset_fallback_stats()
     try:
-        y = F.conv_transpose2d(x.to(DEV), w.to(DEV), stride=2)
+        y = fn(*(a.to(DEV) for a in args), **kw)
     finally:
         torch.opencl.set_fallback_mode(previous)
-    torch.testing.assert_close(y.cpu(), F.conv_transpose2d(x, w, stride=2), rtol=1e-4, atol=1e-4)
-    assert torch.opencl.fallback_stats().get("aten::convolution_overrideable", 0) == 1
+    torch.testing.assert_close(y.cpu(), fn(*args, **kw), rtol=1e-4, atol=1e-4)
+    return torch.opencl.fallback_stats().get("aten::convolution_overrideable", 0)
+
+
+def test_transposed_output_padding_beyond_stride_runs_on_cpu_and_is_counted():
+    # output_padding >= stride (allowed below the dilation) adds positions the adjoint does not cover
+    assert _counted_on_cpu(F.conv_transpose2d, rnd(1, 2, 4, 4), rnd(2, 3, 3, 3, seed=1), stride=1, dilation=2,
+                           output_padding=1) == 1
+
+
+def test_conv3d_runs_on_cpu_and_is_counted():
+    assert _counted_on_cpu(F.conv3d, rnd(1, 2, 4, 4, 4), rnd(3, 2, 2, 2, 2, seed=1), padding=1) == 1
 
 
 def test_errors():

@@ -1,11 +1,12 @@
 """Tunes CLBlast's GEMM for this OpenCL device and saves the best parameters.
 
-    python -m torch_opencl.tune [--max-seconds 600] [--size 512] [--precision 32]
+    python -m torch_opencl.tune [--max-seconds 600] [--size 512] [--precision 32] [--direct-seconds 300]
 
 Each candidate parameter set for CLBlast's ``Xgemm`` kernel runs through the real
 GEMM call on the device, is checked against a CPU reference, and is timed; then
 the size from which the tuned (indirect) kernel beats CLBlast's direct one is
-chosen (``XGEMM_MIN_INDIRECT_SIZE``). The best set is kept per device and driver
+chosen (``XGEMM_MIN_INDIRECT_SIZE``). With ``--direct-seconds``, CLBlast's direct
+kernel (``XgemmDirect``, which serves the small products) is searched too. The best set is kept per device and driver
 as JSON in the cache directory (``TORCH_OPENCL_CACHE_DIR``, default
 ``~/.cache/torch_opencl``), and the backend applies it at start, over the
 built-in defaults. Candidates run in a worker process, so a set that crashes
@@ -28,18 +29,36 @@ NEVER_INDIRECT = 1 << 30
 
 
 def candidate_space():
-    """Xgemm sets within the kernel's constraints; GEMMK=0/KREG=1 only (the notes' crash was GEMMK=1)."""
+    """Xgemm sets within the kernel's constraints, CPU-shaped: vectors up to 16 wide (AVX-512 holds 16
+    floats), work-group tiles up to 256, local memory or not (SA/SB), strided or contiguous per-thread
+    elements (STRM/STRN). GEMMK=0/KREG=1 only (the notes' crash was GEMMK=1)."""
     out = []
-    for mwg, nwg, kwg, mdimc, ndimc, vwm, vwn, kwi, sa, sb in itertools.product(
-            (32, 64, 128), (32, 64, 128), (32, 64, 128), (8, 16), (8, 16), (2, 4, 8), (2, 4, 8), (2, 8, 16),
-            (0, 1), (0, 1)):
+    for mwg, nwg, kwg, mdimc, ndimc, vwm, vwn, kwi, sa, sb, strm, strn in itertools.product(
+            (32, 64, 128, 256), (32, 64, 128), (32, 64, 128), (4, 8, 16), (4, 8, 16), (4, 8, 16), (2, 4, 8),
+            (2, 8, 16), (0, 1), (0, 1), (0, 1), (0, 1)):
         mdima, ndimb = mdimc, ndimc
         if mwg % (mdimc * vwm) or nwg % (ndimc * vwn) or kwg % kwi:
             continue
         if kwg % ((mdimc * ndimc) // mdima) or kwg % ((mdimc * ndimc) // ndimb):
             continue
+        # at least 4 output vectors per work-item to hide the FMA latency, at most 64 (register pressure)
+        accumulators = (mwg // (mdimc * vwm)) * (nwg // ndimc)
+        if not 4 <= accumulators <= 64:
+            continue
         out.append(dict(GEMMK=0, KREG=1, KWG=kwg, KWI=kwi, MDIMA=mdima, MDIMC=mdimc, MWG=mwg, NDIMB=ndimb,
-                        NDIMC=ndimc, NWG=nwg, SA=sa, SB=sb, STRM=0, STRN=0, VWM=vwm, VWN=vwn))
+                        NDIMC=ndimc, NWG=nwg, SA=sa, SB=sb, STRM=strm, STRN=strn, VWM=vwm, VWN=vwn))
+    return out
+
+
+def direct_candidate_space():
+    """XgemmDirect (the kernel CLBlast runs below XGEMM_MIN_INDIRECT_SIZE^3 multiply-adds) sets."""
+    out = []
+    for wgd, mdimcd, ndimcd, vwmd, vwnd, kwid, pada, padb in itertools.product(
+            (16, 32, 64), (4, 8, 16), (4, 8, 16), (1, 2, 4, 8, 16), (1, 2, 4, 8, 16), (2, 8, 16), (0, 1), (0, 1)):
+        if wgd % (mdimcd * vwmd) or wgd % (ndimcd * vwnd) or wgd % kwid:
+            continue
+        out.append(dict(WGD=wgd, MDIMCD=mdimcd, NDIMCD=ndimcd, MDIMAD=mdimcd, NDIMBD=ndimcd, KWID=kwid, VWMD=vwmd,
+                        VWND=vwnd, PADA=pada, PADB=padb))
     return out
 
 
@@ -109,7 +128,7 @@ class Pool:
 
 
 def tune(device=0, bits=32, n=512, max_seconds=600.0, max_candidates=None, seed=0, tolerance=None, progress=True,
-         save=True, switch_sizes=(64, 128, 256, 512, 1024)):
+         save=True, switch_sizes=(64, 128, 256, 512, 1024), direct_seconds=0.0, direct_size=192):
     import torch
     import torch_opencl  # noqa: F401
     from torch_opencl import _C
@@ -146,6 +165,9 @@ def tune(device=0, bits=32, n=512, max_seconds=600.0, max_candidates=None, seed=
                 bar.set_postfix(best=f"{best['gflops']:.1f} GFLOP/s")
         if best is None:
             raise RuntimeError(f"no candidate passed within {max_seconds} s (each new one compiles first); nothing saved")
+        # The direct kernel (small products), timed with the indirect one switched off, in its own budget.
+        direct = _search_direct(pool, bits, builtin, direct_seconds, direct_size, max_candidates, seed, tolerance,
+                                progress, results)
         # From which size the tuned indirect kernel beats the direct one (unmeasured when out of time:
         # or when the direct kernel wins at every size tried: then the built-in or CLBlast's own value stays).
         switch = None
@@ -154,9 +176,10 @@ def tune(device=0, bits=32, n=512, max_seconds=600.0, max_candidates=None, seed=
                 break
             timing = {}
             for label, value in (("indirect", 1), ("direct", NEVER_INDIRECT)):
-                r = pool.run({"bits": bits, "n": size, "reps": 5,
-                              "sets": {"Xgemm": best["params"], "GemmRoutine": {"XGEMM_MIN_INDIRECT_SIZE": value}}},
-                             timeout=300)
+                sets = {"Xgemm": best["params"], "GemmRoutine": {"XGEMM_MIN_INDIRECT_SIZE": value}}
+                if direct:
+                    sets["XgemmDirect"] = direct["params"]
+                r = pool.run({"bits": bits, "n": size, "reps": 5, "sets": sets}, timeout=300)
                 timing[label] = r.get("gflops", 0.0)
             if timing["indirect"] >= timing["direct"]:
                 switch = size
@@ -164,6 +187,8 @@ def tune(device=0, bits=32, n=512, max_seconds=600.0, max_candidates=None, seed=
     finally:
         pool.close()
     chosen = {"Xgemm": best["params"]}
+    if direct:
+        chosen["XgemmDirect"] = direct["params"]
     if switch is not None:
         chosen["GemmRoutine"] = {"XGEMM_MIN_INDIRECT_SIZE": switch}
     props = _C._device_properties(device)
@@ -187,12 +212,45 @@ def tune(device=0, bits=32, n=512, max_seconds=600.0, max_candidates=None, seed=
     return {"path": path, "parameters": chosen, "gflops": best["gflops"], "results": results}
 
 
+def _search_direct(pool, bits, builtin, max_seconds, n, max_candidates, seed, tolerance, progress, results):
+    """The fastest XgemmDirect set at n within max_seconds (None when none passed or no time was given)."""
+    if max_seconds <= 0:
+        return None
+    start = time.monotonic()
+    candidates = direct_candidate_space()
+    random.Random(seed).shuffle(candidates)
+    if "XgemmDirect" in builtin:
+        candidates.insert(0, dict(builtin["XgemmDirect"]))
+    if max_candidates is not None:
+        candidates = candidates[:max_candidates]
+    best = None
+    from tqdm import tqdm
+    bar = tqdm(candidates, desc=f"XgemmDirect {bits}-bit n={n}", disable=not progress)
+    for params in bar:
+        left = max_seconds - (time.monotonic() - start)
+        if left <= 0:
+            break
+        r = pool.run({"bits": bits, "n": n, "reps": 5,
+                      "sets": {"XgemmDirect": params, "GemmRoutine": {"XGEMM_MIN_INDIRECT_SIZE": NEVER_INDIRECT}}},
+                     timeout=max(left, 1))
+        ok = "gflops" in r and r["error"] <= tolerance
+        results.append({"kernel": "XgemmDirect", "params": params, **r, "ok": ok})
+        if ok and (best is None or r["gflops"] > best["gflops"]):
+            best = {"params": params, "gflops": r["gflops"]}
+        if best:
+            bar.set_postfix(best=f"{best['gflops']:.1f} GFLOP/s")
+    return best
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m torch_opencl.tune", description=__doc__.split("\n\n")[0])
     p.add_argument("--device", type=int, default=0)
     p.add_argument("--precision", type=int, choices=(32, 64), default=32)
     p.add_argument("--size", type=int, default=512, help="matrix size the candidates are timed at")
     p.add_argument("--max-seconds", type=float, default=600.0, help="time budget for the candidate search")
+    p.add_argument("--direct-seconds", type=float, default=0.0,
+                   help="time budget for the direct kernel's search (used for small products; 0: not tuned)")
+    p.add_argument("--direct-size", type=int, default=192, help="matrix size the direct kernel is timed at")
     p.add_argument("--max-candidates", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reset", action="store_true", help="remove the saved parameters and exit")
@@ -209,8 +267,9 @@ def main(argv=None):
         else:
             print("no saved parameters")
         return
-    r = tune(args.device, args.precision, args.size, args.max_seconds, args.max_candidates, args.seed)
-    failed = sum(1 for x in r["results"] if not x["ok"])
+    r = tune(args.device, args.precision, args.size, args.max_seconds, args.max_candidates, args.seed,
+             direct_seconds=args.direct_seconds, direct_size=args.direct_size)
+    failed = sum(1 for x in r["results"] if not x["ok"])  # both kernels' candidates
     print(f"best {r['gflops']:.1f} GFLOP/s at n={args.size} over {len(r['results'])} candidates "
           f"({failed} failed or inaccurate)")
     print(json.dumps(r["parameters"], sort_keys=True))
