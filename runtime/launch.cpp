@@ -1,12 +1,16 @@
 #include "runtime/launch.h"
 
+#include "runtime/trace.h"
+
 namespace tocl {
 
 void enqueue_1d(int device, int stream, cl_kernel kernel, size_t global, size_t local) {
   if (global == 0) return;
   if (local == 0) local = 64;
   const size_t rounded = (global + local - 1) / local * local;
-  TOCL_CHECK(clEnqueueNDRangeKernel(queue(device, stream), kernel, 1, nullptr, &rounded, &local, 0, nullptr, nullptr));
+  trace::Scope traced(device, stream, kernel);
+  TOCL_CHECK(clEnqueueNDRangeKernel(queue(device, stream), kernel, 1, nullptr, &rounded, &local, 0, nullptr,
+                                    traced.event()));
 }
 
 }  // namespace tocl
