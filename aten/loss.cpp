@@ -10,6 +10,7 @@
 
 #include <tuple>
 
+#include "aten/dtype_fallback.h"
 #include "aten/index_bounds.h"
 #include "aten/kernel_program.h"
 #include "aten/opencl_tensor.h"
@@ -349,7 +350,7 @@ Tensor smooth_l1_loss_backward(const Tensor& grad_output, const Tensor& self, co
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TOCL_LIBRARY_IMPL(m) {
   m.impl("nll_loss_forward", TORCH_FN(nll_loss_forward_functional));
   m.impl("nll_loss_forward.output", TORCH_FN(nll_loss_forward_out));
   m.impl("nll_loss_backward", TORCH_FN(nll_loss_backward));

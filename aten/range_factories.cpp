@@ -7,6 +7,7 @@
 #include <torch/library.h>
 
 #include "aten/cl_types.h"
+#include "aten/dtype_fallback.h"
 #include "aten/pointwise.h"
 #include "runtime/device.h"
 
@@ -31,6 +32,6 @@ at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("arange.start_out", TORCH_FN(arange_out)); }
+TOCL_LIBRARY_IMPL(m) { m.impl("arange.start_out", TORCH_FN(arange_out)); }
 
 }  // namespace torch_opencl
