@@ -14,6 +14,7 @@
 
 #include <sstream>
 
+#include "aten/dtype_fallback.h"
 #include "aten/index_bounds.h"
 #include "aten/kernel_program.h"
 #include "aten/opencl_tensor.h"
@@ -206,7 +207,7 @@ Tensor& index_put_impl(Tensor& self, const IndexList& indices, const Tensor& val
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TOCL_LIBRARY_IMPL(m) {
   m.impl("index.Tensor", TORCH_FN(index));
   m.impl("index.Tensor_out", TORCH_FN(index_out));
   m.impl("_index_put_impl_", TORCH_FN(index_put_impl));

@@ -1,9 +1,15 @@
 // torch.autocast("opencl"): PyTorch's own autocast policies (the operator lists
 // CUDA uses) registered for the AutocastPrivateUse1 key. The dtype comes from
-// torch.get_autocast_dtype("opencl"), which torch_opencl sets at import to
-// float16 where the device has cl_khr_fp16 and bfloat16 otherwise.
+// torch.get_autocast_dtype("opencl"), whose default this file also chooses lazily
+// (aten/autocast.h): float16 where the devices have cl_khr_fp16, bfloat16 otherwise.
+#include "aten/autocast.h"
+
 #include <ATen/autocast_mode.h>
 #include <torch/library.h>
+
+#include <thread>
+
+#include "runtime/device.h"
 
 namespace torch_opencl {
 namespace {
@@ -14,6 +20,36 @@ using at::IntArrayRef;
 using at::Scalar;
 using at::ScalarType;
 using at::Tensor;
+
+constexpr ScalarType kProvisional = at::kBFloat16;
+
+// Set up during the library's load, in the thread that imports torch_opencl.
+struct Starting {
+  std::thread::id importing_thread = std::this_thread::get_id();
+  ScalarType builtin = get_autocast_dtype(at::kPrivateUse1);  // PyTorch's, in every new thread
+  Starting() { set_autocast_dtype(at::kPrivateUse1, kProvisional); }
+};
+const Starting starting;
+
+thread_local bool applied = false;
+
+bool all_devices_have_fp16() {
+  const int count = tocl::device_count();
+  for (int d = 0; d < count; ++d)
+    if (!tocl::device_info(d).fp16) return false;
+  return count > 0;
+}
+
+const bool hooked = [] {
+  tocl::on_devices_selected([] {
+    try {
+      apply_default_autocast_dtype(all_devices_have_fp16());
+    } catch (...) {
+      // A selection without devices: nothing to choose for.
+    }
+  });
+  return true;
+}();
 
 // As on CUDA: binary_cross_entropy is unsafe to autocast.
 at::Tensor binary_cross_entropy_banned(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
@@ -43,4 +79,15 @@ TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
 }
 
 }  // namespace
+
+void apply_default_autocast_dtype(bool fp16_everywhere) {
+  // Inside an opencl autocast region the dtype is the region's: leave it, and try again later.
+  if (applied || is_autocast_enabled(at::kPrivateUse1)) return;
+  applied = true;
+  const ScalarType untouched =
+      std::this_thread::get_id() == starting.importing_thread ? kProvisional : starting.builtin;
+  if (get_autocast_dtype(at::kPrivateUse1) != untouched) return;  // the user chose one
+  set_autocast_dtype(at::kPrivateUse1, fp16_everywhere ? at::kHalf : at::kBFloat16);
+}
+
 }  // namespace torch_opencl

@@ -10,6 +10,7 @@
 #include "aten/opencl_tensor.h"
 #include "runtime/error.h"
 #include "runtime/gemm_tuning.h"
+#include "runtime/trace.h"
 
 namespace torch_opencl {
 namespace {
@@ -151,17 +152,20 @@ void run_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, dou
   const bool per_matrix = d == 3 && m * n * k >= kBatchedDirectLimit;
   if (d == 2 || per_matrix) {
     for (int64_t i = 0; i < batch; ++i) {
+      tocl::trace::Scope traced(device, current_stream_of(c), tocl::trace::Kind::Kernel, "clblast::Gemm");
       const StatusCode s = clblast::Gemm<T>(Layout::kRowMajor, tx, ty, rows, cols, k, al, X.buf.buffer,
                                             X.buf.offset + i * x_stride, X.ld, Y.buf.buffer,
                                             Y.buf.offset + i * y_stride, Y.ld, be, cb.buffer, cb.offset + i * cs, ldc,
-                                            &queue, nullptr);
+                                            &queue, traced.event());
       check(s, "Gemm");
     }
   } else {
+    tocl::trace::Scope traced(device, current_stream_of(c), tocl::trace::Kind::Kernel,
+                              "clblast::GemmStridedBatched");
     const StatusCode s = clblast::GemmStridedBatched<T>(Layout::kRowMajor, tx, ty, rows, cols, k, al, X.buf.buffer,
                                                         X.buf.offset, X.ld, x_stride, Y.buf.buffer, Y.buf.offset, Y.ld,
                                                         y_stride, be, cb.buffer, cb.offset, ldc, cs, batch, &queue,
-                                                        nullptr);
+                                                        traced.event());
     check(s, "GemmStridedBatched");
   }
   if (!target.is_same(c)) c.copy_(target);
@@ -223,13 +227,14 @@ void gemv(const at::Tensor& a, const at::Tensor& x, const at::Tensor& y, double 
   // Row-major A is (m, n); a column-major one is the row-major (n, m) matrix, transposed.
   const size_t rows = A.trans ? n : m, cols = A.trans ? m : n;
   StatusCode s;
+  tocl::trace::Scope traced(device, current_stream_of(y), tocl::trace::Kind::Kernel, "clblast::Gemv");
   if (y.scalar_type() == at::kFloat) {
     s = clblast::Gemv<float>(Layout::kRowMajor, flag(A.trans), rows, cols, static_cast<float>(alpha), A.buf.buffer,
                              A.buf.offset, A.ld, xb.buffer, xb.offset, x_inc, static_cast<float>(beta), yb.buffer,
-                             yb.offset, y_inc, &queue, nullptr);
+                             yb.offset, y_inc, &queue, traced.event());
   } else {
     s = clblast::Gemv<double>(Layout::kRowMajor, flag(A.trans), rows, cols, alpha, A.buf.buffer, A.buf.offset, A.ld,
-                              xb.buffer, xb.offset, x_inc, beta, yb.buffer, yb.offset, y_inc, &queue, nullptr);
+                              xb.buffer, xb.offset, x_inc, beta, yb.buffer, yb.offset, y_inc, &queue, traced.event());
   }
   check(s, "Gemv");
   if (!yv.is_same(y)) y.copy_(yv);
@@ -245,12 +250,13 @@ void dot(const at::Tensor& x, const at::Tensor& y, const at::Tensor& out) {
   const at::Tensor xv = vector_of(x, &x_inc), yv = vector_of(y, &y_inc);
   const auto xb = buffer_arg(xv), yb = buffer_arg(yv), ob = buffer_arg(out);
   StatusCode s;
+  tocl::trace::Scope traced(device, current_stream_of(out), tocl::trace::Kind::Kernel, "clblast::Dot");
   if (out.scalar_type() == at::kFloat) {
     s = clblast::Dot<float>(n, ob.buffer, ob.offset, xb.buffer, xb.offset, x_inc, yb.buffer, yb.offset, y_inc,
-                            &queue, nullptr);
+                            &queue, traced.event());
   } else {
     s = clblast::Dot<double>(n, ob.buffer, ob.offset, xb.buffer, xb.offset, x_inc, yb.buffer, yb.offset, y_inc,
-                             &queue, nullptr);
+                             &queue, traced.event());
   }
   check(s, "Dot");
 }

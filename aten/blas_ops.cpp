@@ -6,6 +6,7 @@
 #include <torch/library.h>
 
 #include "aten/blas.h"
+#include "aten/dtype_fallback.h"
 #include "aten/structured.h"
 #include "fallback/fallback.h"
 
@@ -171,7 +172,7 @@ at::Tensor dot_op(const at::Tensor& self, const at::Tensor& other) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TOCL_LIBRARY_IMPL(m) {
   m.impl("mm", TORCH_FN(mm));
   m.impl("mm.out", TORCH_FN(mm_out));
   m.impl("bmm", TORCH_FN(bmm));

@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include "aten/dtype_fallback.h"
 #include "runtime/device.h"
 #include "runtime/embedded_sources.h"
 
@@ -28,10 +29,13 @@ bool device_supports(ScalarType type, int device) {
   }
 }
 
+// Refusals are DtypeNotNative: kernels registered with TOCL_LIBRARY_IMPL then run the call on the CPU
+// fallback (aten/dtype_fallback.h).
 void check_device_supports(ScalarType type, int device, const char* op) {
-  TORCH_CHECK(device_supports(type, device), op, ": dtype ", type, " is not supported on opencl:", device, " (",
-              tocl::device_info(device).name, ")",
-              type == ScalarType::Double ? ", which lacks cl_khr_fp64; use float32" : "");
+  if (device_supports(type, device)) return;
+  throw_dtype_not_native(c10::str(op, ": dtype ", type, " is not supported on opencl:", device, " (",
+                                  tocl::device_info(device).name, ")",
+                                  type == ScalarType::Double ? ", which lacks cl_khr_fp64; use float32" : ""));
 }
 
 const char* storage_type(ScalarType type) {
@@ -46,7 +50,7 @@ const char* storage_type(ScalarType type) {
     case ScalarType::Short: return "short";
     case ScalarType::Int: return "int";
     case ScalarType::Long: return "long";
-    default: TORCH_CHECK(false, "dtype ", type, " has no OpenCL storage type");
+    default: throw_dtype_not_native(c10::str("dtype ", type, " has no OpenCL storage type"));
   }
 }
 

@@ -15,6 +15,7 @@
 
 #include "aten/blas.h"
 #include "aten/cl_types.h"
+#include "aten/dtype_fallback.h"
 #include "aten/opencl_tensor.h"
 #include "fallback/fallback.h"
 #include "runtime/embedded_sources.h"
@@ -279,7 +280,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TOCL_LIBRARY_IMPL(m) {
   m.impl("convolution_overrideable", TORCH_FN(convolution));
   m.impl("convolution_backward_overrideable", TORCH_FN(convolution_backward));
 }

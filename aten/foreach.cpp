@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "aten/cl_types.h"
+#include "aten/dtype_fallback.h"
 #include "aten/kernel_program.h"
 #include "aten/opencl_tensor.h"
 #include "runtime/device.h"
@@ -470,7 +471,7 @@ std::vector<Tensor> norm(TensorList self, const Scalar& ord, std::optional<at::S
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TOCL_LIBRARY_IMPL(m) {
 #define PAIR(op, overload, fn)                                      \
   m.impl("_foreach_" #op "." #overload, TORCH_FN(fn));              \
   m.impl("_foreach_" #op "_." #overload, TORCH_FN(fn##_));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "aten/cl_types.h"
+#include "aten/dtype_fallback.h"
 #include "aten/opencl_tensor.h"
 #include "runtime/embedded_sources.h"
 #include "runtime/program_cache.h"
@@ -238,7 +239,7 @@ void fused_sgd_tensor_lr_(at::TensorList self, at::TensorList grads, at::TensorL
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TOCL_LIBRARY_IMPL(m) {
   m.impl("_fused_adam_", TORCH_FN(fused_adam_));
   m.impl("_fused_adam_.tensor_lr", TORCH_FN(fused_adam_tensor_lr_));
   m.impl("_fused_adamw_", TORCH_FN(fused_adamw_));

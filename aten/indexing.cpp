@@ -9,6 +9,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include "aten/dtype_fallback.h"
 #include "aten/index_bounds.h"
 #include "aten/kernel_program.h"
 #include "aten/opencl_tensor.h"
@@ -165,7 +166,7 @@ Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, Tensor& out) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TOCL_LIBRARY_IMPL(m) {
   m.impl("index_select", TORCH_FN(index_select));
   m.impl("index_select.out", TORCH_FN(index_select_out));
   m.impl("embedding_dense_backward", TORCH_FN(embedding_dense_backward));

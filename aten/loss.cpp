@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "aten/cl_types.h"
+#include "aten/dtype_fallback.h"
 #include "aten/index_bounds.h"
 #include "aten/kernel_program.h"
 #include "aten/opencl_tensor.h"
@@ -424,7 +425,7 @@ Tensor bce_loss_backward(const Tensor& grad_output, const Tensor& self, const Te
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TOCL_LIBRARY_IMPL(m) {
   m.impl("nll_loss_forward", TORCH_FN(nll_loss_forward_functional));
   m.impl("nll_loss_forward.output", TORCH_FN(nll_loss_forward_out));
   m.impl("nll_loss_backward", TORCH_FN(nll_loss_backward));

@@ -9,6 +9,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include "aten/dtype_fallback.h"
 #include "aten/kernel_program.h"
 #include "aten/opencl_tensor.h"
 #include "runtime/memcpy.h"
@@ -179,7 +180,7 @@ Tensor& masked_scatter_(Tensor& self, const Tensor& mask, const Tensor& source) 
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TOCL_LIBRARY_IMPL(m) {
   m.impl("nonzero", TORCH_FN(nonzero));
   m.impl("nonzero.out", TORCH_FN(nonzero_out));
   m.impl("nonzero_static", TORCH_FN(nonzero_static));

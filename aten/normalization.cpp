@@ -10,6 +10,7 @@
 #include <array>
 #include <tuple>
 
+#include "aten/dtype_fallback.h"
 #include "aten/kernel_program.h"
 #include "aten/opencl_tensor.h"
 
@@ -268,7 +269,7 @@ Tensor3 native_batch_norm_backward(const Tensor& grad_out, const Tensor& input, 
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TOCL_LIBRARY_IMPL(m) {
   m.impl("native_layer_norm", TORCH_FN(native_layer_norm));
   m.impl("native_layer_norm_backward", TORCH_FN(native_layer_norm_backward));
   m.impl("native_group_norm", TORCH_FN(native_group_norm));

@@ -188,12 +188,14 @@ void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std:
   const int device = iter.device(0).index();
   // Not value_or: a nullary iterator (arange) has no common dtype to ask for.
   const auto compute = compute_dtype(compute_opt ? *compute_opt : iter.common_dtype());
-  const bool floating = is_floating(compute);
-  TORCH_CHECK(floating || expr.int_expr, "\"", expr.name, "\" is not implemented for '", compute,
-              "' on opencl");
+  // Dtypes without an OpenCL form (complex; double or half the device lacks) send the call to the CPU
+  // fallback (aten/dtype_fallback.h): checked before anything is enqueued.
   for (int k = 0; k < iter.ntensors(); ++k)
     if (!iter.is_cpu_scalar(k)) check_device_supports(iter.dtype(k), device, expr.name);
   check_device_supports(compute, device, expr.name);
+  const bool floating = is_floating(compute);
+  TORCH_CHECK(floating || expr.int_expr, "\"", expr.name, "\" is not implemented for '", compute,
+              "' on opencl");
 
   const int nin = iter.ninputs();
   std::vector<bool> scalar_inputs(nin);

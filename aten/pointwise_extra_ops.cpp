@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "aten/cl_types.h"
+#include "aten/dtype_fallback.h"
 #include "aten/pointwise.h"
 #include "aten/structured.h"
 
@@ -291,7 +292,7 @@ at::Tensor& relu_(at::Tensor& self) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TOCL_LIBRARY_IMPL(m) {
   m.impl("abs.out", TORCH_FN(abs_out));
   m.impl("where.self", TORCH_FN(where));
   m.impl("where.self_out", TORCH_FN(where_out));

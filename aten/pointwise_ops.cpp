@@ -5,6 +5,7 @@
 #include <ATen/MetaFunctions.h>
 #include <torch/library.h>
 
+#include "aten/dtype_fallback.h"
 #include "aten/pointwise.h"
 #include "aten/structured.h"
 
@@ -91,7 +92,7 @@ void run_clamp_tensor(at::TensorIteratorBase& op, bool min, bool max) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TOCL_LIBRARY_IMPL(m) {
 #define OP(NAME, META, PARAMS, ARGS, LAUNCH, F, I, O) \
   if (*F) m.impl(F, TORCH_FN(NAME));                  \
   if (*I) m.impl(I, TORCH_FN(NAME##_));               \

@@ -10,6 +10,7 @@
 
 #include <tuple>
 
+#include "aten/dtype_fallback.h"
 #include "aten/kernel_program.h"
 #include "aten/opencl_tensor.h"
 #include "aten/structured.h"
@@ -244,7 +245,7 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& grad_output, const Tensor& sel
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TOCL_LIBRARY_IMPL(m) {
   m.impl("max_pool2d_with_indices", TORCH_FN(max_pool2d_with_indices_functional));
   m.impl("max_pool2d_with_indices.out", TORCH_FN(max_pool2d_with_indices_out));
   m.impl("max_pool2d_with_indices_backward", TORCH_FN(max_pool2d_with_indices_backward));

@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "aten/cl_types.h"
+#include "aten/dtype_fallback.h"
 #include "aten/generator.h"
 #include "aten/opencl_tensor.h"
 #include "aten/pointwise.h"
@@ -328,7 +329,7 @@ at::Tensor native_dropout_backward(const at::Tensor& grad_output, const at::Tens
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TOCL_LIBRARY_IMPL(m) {
   m.impl("uniform_", TORCH_FN(uniform_));
   m.impl("normal_", TORCH_FN(normal_));
   m.impl("exponential_", TORCH_FN(exponential_));

@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "aten/cl_types.h"
+#include "aten/dtype_fallback.h"
 #include "aten/pointwise.h"
 #include "runtime/device.h"
 
@@ -110,7 +111,7 @@ at::Tensor& logspace_out(const c10::Scalar& start, const c10::Scalar& end, int64
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TOCL_LIBRARY_IMPL(m) {
   m.impl("arange.start_out", TORCH_FN(arange_out));
   m.impl("linspace.out", TORCH_FN(linspace_out));
   m.impl("logspace.out", TORCH_FN(logspace_out));

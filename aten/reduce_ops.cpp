@@ -9,6 +9,7 @@
 
 #include <cmath>
 
+#include "aten/dtype_fallback.h"
 #include "aten/reduce.h"
 #include "aten/structured.h"
 
@@ -297,7 +298,7 @@ Tensor logsumexp(const Tensor& self, at::IntArrayRef dim, bool keepdim) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TOCL_LIBRARY_IMPL(m) {
   m.impl("sum.dim_IntList", TORCH_FN(sum_dim));
   m.impl("sum.IntList_out", TORCH_FN(sum_dim_out));
   m.impl("mean.dim", TORCH_FN(mean_dim));

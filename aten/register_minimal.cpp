@@ -1,5 +1,8 @@
 // Registration of the minimum operator set: the list only; kernels live in
-// tensor_factories.cpp, views.cpp, copy.cpp and fill.cpp.
+// tensor_factories.cpp, views.cpp, copy.cpp and fill.cpp; view_as_real and view_as_complex are
+// ATen's own device-generic views (a new dtype over the same storage).
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
 #include <torch/library.h>
 
 #include "aten/minimal_ops.h"
@@ -11,6 +14,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty_strided", TORCH_FN(empty_strided));
   m.impl("as_strided", TORCH_FN(as_strided));
   m.impl("view", TORCH_FN(view));
+  m.impl("view_as_real", TORCH_FN(at::native::view_as_real));
+  m.impl("view_as_complex", TORCH_FN(at::native::view_as_complex));
   m.impl("_reshape_alias", TORCH_FN(reshape_alias));
   m.impl("resize_", TORCH_FN(resize_));
   m.impl("set_.source_Tensor", TORCH_FN(set_source_tensor_));

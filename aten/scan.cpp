@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "aten/cl_types.h"
+#include "aten/dtype_fallback.h"
 #include "aten/opencl_tensor.h"
 #include "aten/structured.h"
 #include "runtime/embedded_sources.h"
@@ -168,7 +169,7 @@ SCAN_OP(cumprod, structured_cumprod, 1)
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TOCL_LIBRARY_IMPL(m) {
   m.impl("cumsum", TORCH_FN(cumsum));
   m.impl("cumsum_", TORCH_FN(cumsum_));
   m.impl("cumsum.out", TORCH_FN(cumsum_out));

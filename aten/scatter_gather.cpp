@@ -15,6 +15,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include "aten/dtype_fallback.h"
 #include "aten/index_bounds.h"
 #include "aten/kernel_program.h"
 #include "aten/opencl_tensor.h"
@@ -174,7 +175,7 @@ Tensor& scatter_reduce_two_out(const Tensor& self, int64_t dim, const Tensor& in
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TOCL_LIBRARY_IMPL(m) {
   m.impl("gather.out", TORCH_FN(gather_out));
   m.impl("scatter.src_out", TORCH_FN(scatter_src_out));
   m.impl("scatter.value_out", TORCH_FN(scatter_value_out));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "aten/cl_types.h"
+#include "aten/dtype_fallback.h"
 #include "aten/kernel_program.h"
 #include "aten/opencl_tensor.h"
 #include "runtime/program_cache.h"
@@ -151,7 +152,7 @@ Tensor repeat(const Tensor& self, at::IntArrayRef repeats) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TOCL_LIBRARY_IMPL(m) {
   m.impl("flip", TORCH_FN(flip));
   m.impl("roll", TORCH_FN(roll_gather));
   m.impl("repeat", TORCH_FN(repeat));

@@ -7,6 +7,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include "aten/dtype_fallback.h"
 #include "aten/kernel_program.h"
 #include "aten/opencl_tensor.h"
 #include "aten/structured.h"
@@ -109,7 +110,7 @@ SOFTMAX_OPS(_log_softmax, true)
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TOCL_LIBRARY_IMPL(m) {
   m.impl("_softmax", TORCH_FN(_softmax));
   m.impl("_softmax.out", TORCH_FN(_softmax_out));
   m.impl("_log_softmax", TORCH_FN(_log_softmax));

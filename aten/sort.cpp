@@ -14,6 +14,7 @@
 #include <climits>
 
 #include "aten/cl_types.h"
+#include "aten/dtype_fallback.h"
 #include "aten/kernel_program.h"
 #include "aten/opencl_tensor.h"
 #include "aten/structured.h"
@@ -224,7 +225,7 @@ std::tuple<Tensor&, Tensor&> topk_out(const Tensor& self, int64_t k, int64_t dim
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TOCL_LIBRARY_IMPL(m) {
   m.impl("sort.stable", TORCH_FN(sort_stable));
   m.impl("sort.values_stable", TORCH_FN(sort_stable_out));
   m.impl("topk", TORCH_FN(topk));

@@ -24,6 +24,7 @@
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "aten/generator.h"
 
@@ -31,6 +32,8 @@ namespace torch_opencl {
 namespace {
 
 enum class Mode { kWarn, kSilent, kError };
+
+thread_local std::string tls_reason;  // FallbackReason's, while one is alive
 
 Mode parse_mode(const std::string& value) {
   if (value == "warn") return Mode::kWarn;
@@ -346,15 +349,22 @@ void record_fallback_call(const std::string& name) {
   auto& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   const Mode mode = s.current_mode();
-  TORCH_CHECK(mode != Mode::kError, "The operator '", name,
-              "' has no opencl kernel, and TORCH_OPENCL_FALLBACK=error forbids running it on the CPU. "
+  const std::string why = tls_reason.empty() ? std::string("has no opencl kernel")
+                                             : "has no opencl kernel for these arguments (" + tls_reason + ")";
+  TORCH_CHECK(mode != Mode::kError, "The operator '", name, "' ", why,
+              ", and TORCH_OPENCL_FALLBACK=error forbids running it on the CPU. "
               "Unset TORCH_OPENCL_FALLBACK (or set it to 'warn' or 'silent') to allow the CPU fallback.");
   s.counts[name]++;
   if (mode == Mode::kWarn && s.warned.insert(name).second)
-    TORCH_WARN("The operator '", name,
-               "' has no opencl kernel; it runs on the CPU with copies to and from the device. "
+    TORCH_WARN("The operator '", name, "' ", why, "; it runs on the CPU with copies to and from the device. "
                "torch.opencl.fallback_stats() counts these; TORCH_OPENCL_FALLBACK=silent hides this warning.");
 }
+
+void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) { opencl_cpu_fallback(op, stack); }
+
+FallbackReason::FallbackReason(std::string reason) : previous_(std::exchange(tls_reason, std::move(reason))) {}
+
+FallbackReason::~FallbackReason() { tls_reason = std::move(previous_); }
 
 std::map<std::string, int64_t> fallback_stats() {
   auto& s = state();

@@ -1,11 +1,34 @@
 #pragma once
 // The boxed CPU fallback: every operator without an opencl kernel runs on the
 // CPU, with inputs copied there and results (and mutated inputs) copied back.
+#include <ATen/core/stack.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
 
+namespace c10 {
+class OperatorHandle;
+}
+
 namespace torch_opencl {
+
+// The boxed fallback itself, for kernels that hand a call they cannot take over to it
+// (aten/dtype_fallback.h); with a FallbackReason alive, its warning and error say why.
+void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
+// While alive (one thread), the fallback's messages say the operator's kernel refused
+// these arguments for `reason`, rather than that it has no opencl kernel.
+class FallbackReason {
+ public:
+  explicit FallbackReason(std::string reason);
+  ~FallbackReason();
+  FallbackReason(const FallbackReason&) = delete;
+  FallbackReason& operator=(const FallbackReason&) = delete;
+
+ private:
+  std::string previous_;
+};
 
 // {operator name (with overload, e.g. "aten::add.out"): calls served} since the last reset.
 std::map<std::string, int64_t> fallback_stats();

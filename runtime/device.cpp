@@ -2,6 +2,7 @@
 #include "runtime/fork.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
@@ -260,6 +261,13 @@ const std::vector<PlatformInfo>& platforms() {
   return all;
 }
 
+namespace {
+std::vector<void (*)()>& selection_callbacks() {
+  static std::vector<void (*)()> callbacks;
+  return callbacks;
+}
+}  // namespace
+
 const Selection& selection() {
   // The outcome, error included, is computed once: every later call answers the same.
   static std::once_flag once;
@@ -273,8 +281,14 @@ const Selection& selection() {
     }
   });
   if (!error.empty()) throw Error(error);
+  // Once, in the thread that made the selection (a callback asking for the selection again gets it).
+  static std::atomic<bool> notified{false};
+  if (!notified.exchange(true))
+    for (auto callback : selection_callbacks()) callback();
   return result;
 }
+
+void on_devices_selected(void (*callback)()) { selection_callbacks().push_back(callback); }
 
 int device_count() { return static_cast<int>(selection().devices.size()); }
 

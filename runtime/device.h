@@ -61,6 +61,11 @@ struct Selection {
 // returns an empty selection whose reason says so.
 const Selection& selection();
 
+// Registers a callback run once, in the thread that first makes the selection, right after it (the
+// aten layer sets defaults that depend on the devices there). Register at static initialisation;
+// callbacks must not throw.
+void on_devices_selected(void (*callback)());
+
 // Number of selected devices; 0 when OpenCL is not available. Throws like selection().
 int device_count();
 

@@ -2,6 +2,8 @@
 
 #include <atomic>
 
+#include "runtime/trace.h"
+
 namespace tocl {
 namespace {
 std::atomic<uint64_t> launches{0};
@@ -14,7 +16,9 @@ void enqueue_1d(int device, int stream, cl_kernel kernel, size_t global, size_t 
   if (local == 0) local = 64;
   const size_t rounded = (global + local - 1) / local * local;
   launches.fetch_add(1, std::memory_order_relaxed);
-  TOCL_CHECK(clEnqueueNDRangeKernel(queue(device, stream), kernel, 1, nullptr, &rounded, &local, 0, nullptr, nullptr));
+  trace::Scope traced(device, stream, kernel);
+  TOCL_CHECK(clEnqueueNDRangeKernel(queue(device, stream), kernel, 1, nullptr, &rounded, &local, 0, nullptr,
+                                    traced.event()));
 }
 
 }  // namespace tocl

@@ -13,7 +13,10 @@ DEV = torch.device("opencl")
 
 def test_autocast_is_available_with_bfloat16_default():
     assert torch.amp.is_autocast_available("opencl")
-    assert torch.get_autocast_dtype("opencl") == torch.bfloat16
+    torch.ones(1, device=DEV)
+    # float16 where the devices have cl_khr_fp16 (PoCL has not: bfloat16).
+    default = torch.float16 if torch.opencl.is_fp16_supported() else torch.bfloat16
+    assert torch.get_autocast_dtype("opencl") == default
     supported = torch.opencl.get_amp_supported_dtype()
     assert torch.bfloat16 in supported
     assert (torch.float16 in supported) == torch.opencl.is_fp16_supported()
@@ -136,3 +139,86 @@ def test_grad_scaler():
     scaler.update()
     assert scaler.get_scale() == 512.0
     assert all(torch.equal(a, p.detach().cpu()) for a, p in zip(after, model.parameters()))
+
+
+# --- The default dtype, chosen lazily per thread (aten/autocast.h) --------------------------------
+
+def _run_fresh(code):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_default_is_chosen_lazily_without_enumerating_at_import():
+    out = _run_fresh("""
+import threading
+import torch, torch_opencl
+import torch_opencl.amp as amp
+# Importing enumerates nothing (fork safety); the importing thread holds bfloat16 provisionally.
+assert not torch.opencl.is_initialized()
+assert torch.get_autocast_dtype("opencl") == torch.bfloat16
+# The capability query decides: a device set with float16 gives float16 (faked here: no enumeration).
+amp.is_fp16_supported = lambda: True
+assert torch.opencl.get_amp_supported_dtype() == [torch.bfloat16, torch.float16]
+assert torch.get_autocast_dtype("opencl") == torch.float16
+assert not torch.opencl.is_initialized()
+amp.is_fp16_supported = lambda: False
+torch.opencl.get_amp_supported_dtype()
+assert torch.get_autocast_dtype("opencl") == torch.float16  # once per thread
+
+# The devices are first selected in a worker thread: it gets the real default right then.
+seen = {}
+def worker():
+    seen["before"] = torch.get_autocast_dtype("opencl")
+    torch.ones(1, device="opencl")
+    seen["after"] = torch.get_autocast_dtype("opencl")
+t = threading.Thread(target=worker); t.start(); t.join()
+real = torch.float16 if torch.opencl.is_fp16_supported() else torch.bfloat16  # not the faked query
+assert seen["before"] == torch.float16, seen  # PyTorch's own per-thread default
+assert seen["after"] == real, (seen, real)
+assert torch.get_autocast_dtype("opencl") == torch.float16  # the main thread keeps what it had
+print("ok")
+""")
+    assert out.strip() == "ok"
+
+
+def test_a_dtype_the_user_set_is_kept():
+    out = _run_fresh("""
+import torch, torch_opencl
+import torch_opencl.amp as amp
+torch.set_autocast_dtype("opencl", torch.float16)
+amp.is_fp16_supported = lambda: False
+torch.ones(1, device="opencl")
+torch.opencl.get_amp_supported_dtype()
+assert torch.get_autocast_dtype("opencl") == torch.float16
+print("ok")
+""")
+    assert out.strip() == "ok"
+
+
+def test_each_thread_gets_the_default_outside_autocast_regions():
+    import threading
+
+    fp16 = torch.opencl.is_fp16_supported()
+    seen = {}
+
+    def worker():
+        seen["start"] = torch.get_autocast_dtype("opencl")
+        torch.set_autocast_enabled("opencl", True)  # inside a region: left alone
+        torch_opencl._C._autocast_apply_default(not fp16)
+        seen["in_region"] = torch.get_autocast_dtype("opencl")
+        torch.set_autocast_enabled("opencl", False)
+        torch.opencl.get_amp_supported_dtype()
+        seen["default"] = torch.get_autocast_dtype("opencl")
+        a = torch.randn(4, 8, device=DEV)
+        with torch.autocast("opencl"):
+            seen["mm"] = (a @ a.T).dtype
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    expected = torch.float16 if fp16 else torch.bfloat16
+    assert seen == {"start": torch.float16, "in_region": torch.float16, "default": expected, "mm": expected}

@@ -23,9 +23,6 @@ def _register():
         torch.utils.generate_methods_for_privateuse1_backend(
             for_tensor=True, for_module=True, for_storage=True, for_packed_sequence=True
         )
-    from .amp import _set_default_autocast_dtype
-
-    _set_default_autocast_dtype()
 
 
 _register()

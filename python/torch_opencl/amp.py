@@ -1,14 +1,16 @@
 """Autocast for opencl: ``torch.autocast("opencl")`` with PyTorch's operator lists
 (registered for AutocastPrivateUse1 in aten/autocast.cpp).
 
-The default lower-precision dtype is bfloat16 on every device: it is stored in 16
-bits and computed in float, so it needs no extension. float16 is accepted too
-(``torch.autocast("opencl", dtype=torch.float16)``) where every selected device
-has cl_khr_fp16. The default is not chosen per device at import because asking
-the devices enumerates the OpenCL platforms, which would make every process
-forked after ``import torch`` unable to use the device (see runtime/fork.h).
-``torch.set_autocast_dtype`` is per thread, as it is for CUDA: the default is set
-in the thread that imports torch_opencl.
+The default lower-precision dtype is float16 where every selected device has
+cl_khr_fp16, and bfloat16 otherwise (stored in 16 bits and computed in float, it
+needs no extension); both are accepted where float16 is. Choosing needs the
+devices, and enumerating the OpenCL platforms at import would make every process
+forked after ``import torch`` unable to use the device (see runtime/fork.h), so
+the choice is lazy (aten/autocast.h): the importing thread holds bfloat16 until
+the devices are first selected, and PyTorch's autocast dtype being per thread,
+each thread gets the default when the devices are selected in it or when
+``torch.autocast("opencl")`` first asks ``get_amp_supported_dtype`` there. A dtype
+set with ``torch.set_autocast_dtype`` before that is kept.
 """
 from typing import List
 
@@ -31,9 +33,8 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
 
 
 def get_amp_supported_dtype() -> List[torch.dtype]:
-    """The dtypes torch.autocast("opencl", dtype=...) accepts (autocast asks the device module)."""
-    return [torch.bfloat16, torch.float16] if is_fp16_supported() else [torch.bfloat16]
-
-
-def _set_default_autocast_dtype() -> None:
-    torch.set_autocast_dtype("opencl", torch.bfloat16)
+    """The dtypes torch.autocast("opencl", dtype=...) accepts (autocast asks the device module).
+    Also gives the calling thread its default autocast dtype, once (see the module's docstring)."""
+    fp16 = is_fp16_supported()
+    _C._autocast_apply_default(fp16)
+    return [torch.bfloat16, torch.float16] if fp16 else [torch.bfloat16]

@@ -5,6 +5,7 @@
 #include <torch/csrc/Generator.h>
 #include <torch/extension.h>
 
+#include "aten/autocast.h"
 #include "aten/generator.h"
 
 #include "fallback/fallback.h"
@@ -193,4 +194,6 @@ PYBIND11_MODULE(_C, m) {
   m.def("_reset_fallback_stats", &torch_opencl::reset_fallback_stats);
   m.def("_fallback_mode", &torch_opencl::fallback_mode_name);
   m.def("_set_fallback_mode", &torch_opencl::set_fallback_mode);
+
+  m.def("_autocast_apply_default", &torch_opencl::apply_default_autocast_dtype);
 }
