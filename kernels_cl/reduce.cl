@@ -100,14 +100,14 @@ inline ACC_T map_in(int op, ACC_T x, ACC_T p, ACC_T center) {
   }
 }
 
-// NaN propagates through max and min, as on CPU.
+// NaN propagates through max and min, as on CPU. Selects and bitwise ors rather than a switch
+// and short-circuits: branch-free, so PoCL vectorises it across work-items.
 inline ACC_T combine(int op, ACC_T a, ACC_T b) {
-  switch (op) {
-    case OP_PROD: return a * b;
-    case OP_MAX: case OP_NORM_INF: case OP_ANY: return (ACC_ISNAN(a) || a > b) ? a : b;
-    case OP_MIN: case OP_NORM_NEGINF: case OP_ALL: return (ACC_ISNAN(a) || a < b) ? a : b;
-    default: return a + b;
-  }
+  const int is_max = op == OP_MAX || op == OP_NORM_INF || op == OP_ANY;
+  const int is_min = op == OP_MIN || op == OP_NORM_NEGINF || op == OP_ALL;
+  return is_max ? ((ACC_ISNAN(a) | (a > b)) ? a : b)
+       : is_min ? ((ACC_ISNAN(a) | (a < b)) ? a : b)
+       : op == OP_PROD ? a * b : a + b;
 }
 
 // divisor: element count for mean, count - correction for var/std. q = 1/p.
@@ -164,6 +164,10 @@ inline ACC_T accumulate_run(int op, __global const IN_T* x, long n, ACC_T p, ACC
         const ACC_T d = LOAD_ACC(x, i + j) - mu;
         a[j] += d * d;
       }
+  } else if (op == OP_MAX || op == OP_MIN || op == OP_PROD) {
+    for (int j = 0; j < 16; ++j) a[j] = identity_of(op);
+    for (; i + 16 <= n; i += 16)
+      for (int j = 0; j < 16; ++j) a[j] = combine(op, a[j], LOAD_ACC(x, i + j));
   } else {
     for (int j = 0; j < 16; ++j) a[j] = identity_of(op);
     for (; i + 16 <= n; i += 16)
@@ -270,6 +274,7 @@ __kernel void reduce_outer(__global const IN_T* in, ulong in_offset, __global OU
   const long begin = c * chunk;
   const long end = min(R, begin + chunk);
   const int fast_sum = (op == OP_SUM || op == OP_MEAN) && g.red_ndim == 1;
+  const int plain = op == OP_MAX || op == OP_MIN || op == OP_PROD;  // map_in is the identity
   const long s = g.red_strides[0];
   __global const IN_T* src = in + in_offset + base.in;
   __global const IN_T* x = src + begin * s;
@@ -279,6 +284,10 @@ __kernel void reduce_outer(__global const IN_T* in, ulong in_offset, __global OU
     if (fast_sum) {
       acc += ((LOAD_ACC(x, 0) + LOAD_ACC(x, s)) + (LOAD_ACC(x, 2 * s) + LOAD_ACC(x, 3 * s))) +
              ((LOAD_ACC(x, 4 * s) + LOAD_ACC(x, 5 * s)) + (LOAD_ACC(x, 6 * s) + LOAD_ACC(x, 7 * s)));
+    } else if (plain && g.red_ndim == 1) {
+      ACC_T block = identity_of(op);
+      for (int j = 0; j < 8; ++j) block = combine(op, block, LOAD_ACC(x, j * s));
+      acc = combine(op, acc, block);
     } else if (g.red_ndim == 1) {
       ACC_T block = identity_of(op);
       for (int j = 0; j < 8; ++j) block = combine(op, block, map_in(op, LOAD_ACC(x, j * s), p, mu));
