@@ -402,22 +402,83 @@ __kernel void argreduce_partials(__global const ACC_T* partial_v, ulong pv_offse
   indices[indices_offset + base.idx] = besti;
 }
 
+// Whether x (later in the scan) replaces best (earlier): a NaN is the extreme and the first one
+// stays; ties keep the earlier. Branch-free, so it vectorises.
+inline int arg_replaces(int is_max, ACC_T x, ACC_T best) {
+  return (!ACC_ISNAN(best)) & (ACC_ISNAN(x) | (is_max ? x > best : x < best));
+}
+
+// The best of elements [r0, r0 + n) of a contiguous run x, in 16 lanes; (best, besti) updated.
+inline void arg_run(int is_max, __global const IN_T* x, long r0, long n, ACC_T* best, long* besti) {
+  long i = 0;
+  if (n >= 32) {
+    ACC_T v[16];
+    long vi[16];
+    for (int j = 0; j < 16; ++j) {
+      v[j] = LOAD_ACC(x, j);
+      vi[j] = j;
+    }
+    for (i = 16; i + 16 <= n; i += 16)
+      for (int j = 0; j < 16; ++j) {
+        const ACC_T y = LOAD_ACC(x, i + j);
+        const int take = arg_replaces(is_max, y, v[j]);
+        v[j] = take ? y : v[j];
+        vi[j] = take ? i + j : vi[j];
+      }
+    for (int j = 0; j < 16; ++j)
+      if (arg_better(is_max, v[j], r0 + vi[j], *best, *besti)) {
+        *best = v[j];
+        *besti = r0 + vi[j];
+      }
+  }
+  for (; i < n; ++i) {
+    const ACC_T y = LOAD_ACC(x, i);
+    if (arg_better(is_max, y, r0 + i, *best, *besti)) {
+      *best = y;
+      *besti = r0 + i;
+    }
+  }
+}
+
+// One work-item per output (many outputs). Contiguous reduced runs go through arg_run's lanes;
+// strided ones walk by pointer with a barrier every 8 elements, which makes PoCL run the group's
+// items in lock-step (adjacent items on adjacent outputs: vectorised loads). Items past the last
+// output repeat it and store nothing: no early return before a barrier.
 __kernel void argreduce_serial(__global const IN_T* in, ulong in_offset, __global OUT_T* values, ulong values_offset,
                                __global long* indices, ulong indices_offset, int is_max, int has_values, long M,
                                long R, ReduceGeometry g) {
-  const long o = get_global_id(0);
-  if (o >= M) return;
+  const long item = get_global_id(0);
+  const long o = min(item, M - 1);
   const Offsets base = output_offsets(&g, o);
   __global const IN_T* src = in + in_offset + base.in;
-  ACC_T best = is_max ? ACC_LOWEST : ACC_HIGHEST;
-  long besti = LONG_MAX;
-  for (long r = 0; r < R; ++r) {
-    const ACC_T x = LOAD_ACC(src, reduced_offset(&g, r));
-    if (arg_better(is_max, x, r, best, besti)) {
-      best = x;
-      besti = r;
+  ACC_T best = LOAD_ACC(src, 0);  // R > 0: the host checks
+  long besti = 0;
+  if (g.red_strides[0] == 1) {
+    const long n0 = g.red_sizes[0];
+    for (long r = 0; r < R; r += n0) arg_run(is_max, src + reduced_offset(&g, r), r, n0, &best, &besti);
+  } else {
+    const long s = g.red_strides[0];
+    __global const IN_T* x = src;
+    long r = 0;
+    for (; r + 8 <= R; r += 8) {
+      for (int j = 0; j < 8; ++j) {
+        const ACC_T y = g.red_ndim == 1 ? LOAD_ACC(x, j * s) : LOAD_ACC(src, reduced_offset(&g, r + j));
+        const int take = arg_replaces(is_max, y, best);
+        best = take ? y : best;
+        besti = take ? r + j : besti;
+      }
+      x += 8 * s;
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    for (; r < R; ++r) {
+      const ACC_T y = LOAD_ACC(src, reduced_offset(&g, r));
+      const int take = arg_replaces(is_max, y, best);
+      best = take ? y : best;
+      besti = take ? r : besti;
     }
   }
-  if (has_values) STORE_OUT(values, values_offset + base.out, best);
-  indices[indices_offset + base.idx] = besti;
+  if (item < M) {
+    if (has_values) STORE_OUT(values, values_offset + base.out, best);
+    indices[indices_offset + base.idx] = besti;
+  }
 }
