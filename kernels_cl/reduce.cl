@@ -84,6 +84,10 @@ inline ACC_T identity_of(int op) {
   }
 }
 
+// The larger (smaller) of a and b, NaN if either is: a select with no branches.
+#define MAX_NAN(a, b) ((ACC_ISNAN(a) | ((a) > (b))) ? (a) : (b))
+#define MIN_NAN(a, b) ((ACC_ISNAN(a) | ((a) < (b))) ? (a) : (b))
+
 // x as it enters the accumulation; `center` is the mean for OP_VAR/OP_STD.
 inline ACC_T map_in(int op, ACC_T x, ACC_T p, ACC_T center) {
   switch (op) {
@@ -274,7 +278,9 @@ __kernel void reduce_outer(__global const IN_T* in, ulong in_offset, __global OU
   const long begin = c * chunk;
   const long end = min(R, begin + chunk);
   const int fast_sum = (op == OP_SUM || op == OP_MEAN) && g.red_ndim == 1;
-  const int plain = op == OP_MAX || op == OP_MIN || op == OP_PROD;  // map_in is the identity
+  const int fast_max = op == OP_MAX && g.red_ndim == 1;
+  const int fast_min = op == OP_MIN && g.red_ndim == 1;
+  const int plain = op == OP_PROD;  // map_in is the identity
   const long s = g.red_strides[0];
   __global const IN_T* src = in + in_offset + base.in;
   __global const IN_T* x = src + begin * s;
@@ -284,6 +290,14 @@ __kernel void reduce_outer(__global const IN_T* in, ulong in_offset, __global OU
     if (fast_sum) {
       acc += ((LOAD_ACC(x, 0) + LOAD_ACC(x, s)) + (LOAD_ACC(x, 2 * s) + LOAD_ACC(x, 3 * s))) +
              ((LOAD_ACC(x, 4 * s) + LOAD_ACC(x, 5 * s)) + (LOAD_ACC(x, 6 * s) + LOAD_ACC(x, 7 * s)));
+    } else if (fast_max) {
+      ACC_T block = LOAD_ACC(x, 0);
+      for (int j = 1; j < 8; ++j) block = MAX_NAN(block, LOAD_ACC(x, j * s));
+      acc = MAX_NAN(acc, block);
+    } else if (fast_min) {
+      ACC_T block = LOAD_ACC(x, 0);
+      for (int j = 1; j < 8; ++j) block = MIN_NAN(block, LOAD_ACC(x, j * s));
+      acc = MIN_NAN(acc, block);
     } else if (plain && g.red_ndim == 1) {
       ACC_T block = identity_of(op);
       for (int j = 0; j < 8; ++j) block = combine(op, block, LOAD_ACC(x, j * s));
