@@ -222,8 +222,9 @@ Launch choose_arg_launch(int device, const Plan& plan) {
   Launch l;
   const auto& info = tocl::device_info(device);
   const int64_t max_local = std::min<int64_t>(kMaxLocal, static_cast<int64_t>(info.max_work_group_size));
-  if (plan.M >= 512 && (!plan.inner_contiguous || plan.R <= 32)) {
+  if (plan.M >= std::max<int64_t>(512, 64 * static_cast<int64_t>(info.compute_units))) {
     l.kind = Kind::Serial;
+    l.local = std::min<int64_t>(64, max_local);
     return l;
   }
   l.local = std::min(max_local, pow2_at_least(std::max<int64_t>(plan.R, 1)));
@@ -453,7 +454,7 @@ void arg_reduce_into(const at::Tensor& self_in, ReduceMask mask, bool keepdim, c
     set_value<cl_long>(k, i, plan.M);
     set_value<cl_long>(k, i, plan.R);
     set_value(k, i, plan.g);
-    tocl::enqueue_1d(device, stream, k, plan.M);
+    tocl::enqueue_1d(device, stream, k, plan.M, l.local);
     return;
   }
   at::Tensor pv, pi;

@@ -1,6 +1,7 @@
 """Reductions on cpu and opencl in one process: sum of 16M float32 (full, along the inner dim
 and along the outer dim of a 4096 x 4096 matrix), mean over the last dim of a [B, T, C]
-activation (layer norm's statistics) and var over dim 0 of a [N, C] batch (batch norm's).
+activation (layer norm's statistics), var over dim 0 of a [N, C] batch (batch norm's), and
+amax over the outer / max (values and indices) over the inner dim of the matrix.
 Prints median times, effective GB/s (input bytes read once) and the opencl/cpu time ratio.
 
     .venv/bin/python bench/bench_reduce.py [--repeats N]
@@ -40,6 +41,8 @@ def main():
         "sum(dim=0) 4096x4096": (square, lambda x: x.sum(0)),
         "mean(-1) 32x512x768": (btc, lambda x: x.mean(-1)),
         "var(0) 65536x256": (batch, lambda x: x.var(0)),
+        "amax(0) 4096x4096": (square, lambda x: x.amax(0)),
+        "max(1) 4096x4096": (square, lambda x: x.max(1).values),
     }
     sync_dev = torch.opencl.synchronize
     print(f"torch {torch.__version__}, opencl device: {torch.opencl.get_device_name(0)}, "

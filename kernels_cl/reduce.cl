@@ -84,6 +84,10 @@ inline ACC_T identity_of(int op) {
   }
 }
 
+// The larger (smaller) of a and b, NaN if either is: a select with no branches.
+#define MAX_NAN(a, b) ((ACC_ISNAN(a) | ((a) > (b))) ? (a) : (b))
+#define MIN_NAN(a, b) ((ACC_ISNAN(a) | ((a) < (b))) ? (a) : (b))
+
 // x as it enters the accumulation; `center` is the mean for OP_VAR/OP_STD.
 inline ACC_T map_in(int op, ACC_T x, ACC_T p, ACC_T center) {
   switch (op) {
@@ -100,14 +104,14 @@ inline ACC_T map_in(int op, ACC_T x, ACC_T p, ACC_T center) {
   }
 }
 
-// NaN propagates through max and min, as on CPU.
+// NaN propagates through max and min, as on CPU. Selects and bitwise ors rather than a switch
+// and short-circuits: branch-free, so PoCL vectorises it across work-items.
 inline ACC_T combine(int op, ACC_T a, ACC_T b) {
-  switch (op) {
-    case OP_PROD: return a * b;
-    case OP_MAX: case OP_NORM_INF: case OP_ANY: return (ACC_ISNAN(a) || a > b) ? a : b;
-    case OP_MIN: case OP_NORM_NEGINF: case OP_ALL: return (ACC_ISNAN(a) || a < b) ? a : b;
-    default: return a + b;
-  }
+  const int is_max = op == OP_MAX || op == OP_NORM_INF || op == OP_ANY;
+  const int is_min = op == OP_MIN || op == OP_NORM_NEGINF || op == OP_ALL;
+  return is_max ? ((ACC_ISNAN(a) | (a > b)) ? a : b)
+       : is_min ? ((ACC_ISNAN(a) | (a < b)) ? a : b)
+       : op == OP_PROD ? a * b : a + b;
 }
 
 // divisor: element count for mean, count - correction for var/std. q = 1/p.
@@ -164,6 +168,10 @@ inline ACC_T accumulate_run(int op, __global const IN_T* x, long n, ACC_T p, ACC
         const ACC_T d = LOAD_ACC(x, i + j) - mu;
         a[j] += d * d;
       }
+  } else if (op == OP_MAX || op == OP_MIN || op == OP_PROD) {
+    for (int j = 0; j < 16; ++j) a[j] = identity_of(op);
+    for (; i + 16 <= n; i += 16)
+      for (int j = 0; j < 16; ++j) a[j] = combine(op, a[j], LOAD_ACC(x, i + j));
   } else {
     for (int j = 0; j < 16; ++j) a[j] = identity_of(op);
     for (; i + 16 <= n; i += 16)
@@ -270,6 +278,9 @@ __kernel void reduce_outer(__global const IN_T* in, ulong in_offset, __global OU
   const long begin = c * chunk;
   const long end = min(R, begin + chunk);
   const int fast_sum = (op == OP_SUM || op == OP_MEAN) && g.red_ndim == 1;
+  const int fast_max = op == OP_MAX && g.red_ndim == 1;
+  const int fast_min = op == OP_MIN && g.red_ndim == 1;
+  const int plain = op == OP_PROD;  // map_in is the identity
   const long s = g.red_strides[0];
   __global const IN_T* src = in + in_offset + base.in;
   __global const IN_T* x = src + begin * s;
@@ -279,6 +290,18 @@ __kernel void reduce_outer(__global const IN_T* in, ulong in_offset, __global OU
     if (fast_sum) {
       acc += ((LOAD_ACC(x, 0) + LOAD_ACC(x, s)) + (LOAD_ACC(x, 2 * s) + LOAD_ACC(x, 3 * s))) +
              ((LOAD_ACC(x, 4 * s) + LOAD_ACC(x, 5 * s)) + (LOAD_ACC(x, 6 * s) + LOAD_ACC(x, 7 * s)));
+    } else if (fast_max) {
+      ACC_T block = LOAD_ACC(x, 0);
+      for (int j = 1; j < 8; ++j) block = MAX_NAN(block, LOAD_ACC(x, j * s));
+      acc = MAX_NAN(acc, block);
+    } else if (fast_min) {
+      ACC_T block = LOAD_ACC(x, 0);
+      for (int j = 1; j < 8; ++j) block = MIN_NAN(block, LOAD_ACC(x, j * s));
+      acc = MIN_NAN(acc, block);
+    } else if (plain && g.red_ndim == 1) {
+      ACC_T block = identity_of(op);
+      for (int j = 0; j < 8; ++j) block = combine(op, block, LOAD_ACC(x, j * s));
+      acc = combine(op, acc, block);
     } else if (g.red_ndim == 1) {
       ACC_T block = identity_of(op);
       for (int j = 0; j < 8; ++j) block = combine(op, block, map_in(op, LOAD_ACC(x, j * s), p, mu));
@@ -393,22 +416,83 @@ __kernel void argreduce_partials(__global const ACC_T* partial_v, ulong pv_offse
   indices[indices_offset + base.idx] = besti;
 }
 
+// Whether x (later in the scan) replaces best (earlier): a NaN is the extreme and the first one
+// stays; ties keep the earlier. Branch-free, so it vectorises.
+inline int arg_replaces(int is_max, ACC_T x, ACC_T best) {
+  return (!ACC_ISNAN(best)) & (ACC_ISNAN(x) | (is_max ? x > best : x < best));
+}
+
+// The best of elements [r0, r0 + n) of a contiguous run x, in 16 lanes; (best, besti) updated.
+inline void arg_run(int is_max, __global const IN_T* x, long r0, long n, ACC_T* best, long* besti) {
+  long i = 0;
+  if (n >= 32) {
+    ACC_T v[16];
+    long vi[16];
+    for (int j = 0; j < 16; ++j) {
+      v[j] = LOAD_ACC(x, j);
+      vi[j] = j;
+    }
+    for (i = 16; i + 16 <= n; i += 16)
+      for (int j = 0; j < 16; ++j) {
+        const ACC_T y = LOAD_ACC(x, i + j);
+        const int take = arg_replaces(is_max, y, v[j]);
+        v[j] = take ? y : v[j];
+        vi[j] = take ? i + j : vi[j];
+      }
+    for (int j = 0; j < 16; ++j)
+      if (arg_better(is_max, v[j], r0 + vi[j], *best, *besti)) {
+        *best = v[j];
+        *besti = r0 + vi[j];
+      }
+  }
+  for (; i < n; ++i) {
+    const ACC_T y = LOAD_ACC(x, i);
+    if (arg_better(is_max, y, r0 + i, *best, *besti)) {
+      *best = y;
+      *besti = r0 + i;
+    }
+  }
+}
+
+// One work-item per output (many outputs). Contiguous reduced runs go through arg_run's lanes;
+// strided ones walk by pointer with a barrier every 8 elements, which makes PoCL run the group's
+// items in lock-step (adjacent items on adjacent outputs: vectorised loads). Items past the last
+// output repeat it and store nothing: no early return before a barrier.
 __kernel void argreduce_serial(__global const IN_T* in, ulong in_offset, __global OUT_T* values, ulong values_offset,
                                __global long* indices, ulong indices_offset, int is_max, int has_values, long M,
                                long R, ReduceGeometry g) {
-  const long o = get_global_id(0);
-  if (o >= M) return;
+  const long item = get_global_id(0);
+  const long o = min(item, M - 1);
   const Offsets base = output_offsets(&g, o);
   __global const IN_T* src = in + in_offset + base.in;
-  ACC_T best = is_max ? ACC_LOWEST : ACC_HIGHEST;
-  long besti = LONG_MAX;
-  for (long r = 0; r < R; ++r) {
-    const ACC_T x = LOAD_ACC(src, reduced_offset(&g, r));
-    if (arg_better(is_max, x, r, best, besti)) {
-      best = x;
-      besti = r;
+  ACC_T best = LOAD_ACC(src, 0);  // R > 0: the host checks
+  long besti = 0;
+  if (g.red_strides[0] == 1) {
+    const long n0 = g.red_sizes[0];
+    for (long r = 0; r < R; r += n0) arg_run(is_max, src + reduced_offset(&g, r), r, n0, &best, &besti);
+  } else {
+    const long s = g.red_strides[0];
+    __global const IN_T* x = src;
+    long r = 0;
+    for (; r + 8 <= R; r += 8) {
+      for (int j = 0; j < 8; ++j) {
+        const ACC_T y = g.red_ndim == 1 ? LOAD_ACC(x, j * s) : LOAD_ACC(src, reduced_offset(&g, r + j));
+        const int take = arg_replaces(is_max, y, best);
+        best = take ? y : best;
+        besti = take ? r + j : besti;
+      }
+      x += 8 * s;
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    for (; r < R; ++r) {
+      const ACC_T y = LOAD_ACC(src, reduced_offset(&g, r));
+      const int take = arg_replaces(is_max, y, best);
+      best = take ? y : best;
+      besti = take ? r : besti;
     }
   }
-  if (has_values) STORE_OUT(values, values_offset + base.out, best);
-  indices[indices_offset + base.idx] = besti;
+  if (item < M) {
+    if (has_values) STORE_OUT(values, values_offset + base.out, best);
+    indices[indices_offset + base.idx] = besti;
+  }
 }

@@ -240,6 +240,22 @@ def test_launch_paths_non_contiguous():
             atol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", [F32, I64, BOOL])
+def test_arg_launch_paths(dtype):
+    # Many outputs: a work-item each, over 16 lanes for contiguous rows (R >= 32, then the
+    # tail), one by one for short rows, and in lock-step blocks of 8 for strided columns.
+    g = torch.Generator().manual_seed(9)
+    for shape in ((600, 100), (600, 20), (100, 600), (37, 700)):
+        x = torch.randint(0, 4, shape, generator=g).to(dtype)  # many ties: the first index wins
+        if dtype == F32:
+            x[5, 3] = x[5, 40 % shape[1]] = x[7, shape[1] - 1] = float("nan")  # the first NaN wins
+            x[:, 11] = float("nan") if shape[0] == 37 else x[:, 11]
+        fns = lambda t: (t.max(1), t.min(1), t.max(0), t.min(0), t.t().max(1), t.t().min(0))
+        compare(fns, x)
+        if dtype != BOOL:
+            compare(lambda t: (t.argmax(1), t.argmin(0), t.argmax(0, keepdim=True), t.t().argmin(1)), x)
+
+
 def test_nan_and_ties():
     x = torch.tensor([[1.0, float("nan"), 3.0, float("nan")], [2.0, 5.0, 5.0, -1.0], [0.0, 0.0, 0.0, 0.0]])
     compare(lambda t: (t.amax(1), t.amin(1), t.max(1), t.min(1), t.argmax(1), t.argmin(1), t.max(), t.argmax(),
