@@ -13,3 +13,32 @@ def native_only():
         yield
     finally:
         torch.opencl.set_fallback_mode(previous)
+
+
+def tolerance_for(dtype):
+    """Relative and absolute tolerance of a comparison with CPU: exact for integers and bool."""
+    return {torch.float32: 1e-5, torch.float64: 1e-12, torch.bfloat16: 1e-2, torch.float16: 1e-3}.get(dtype, 0)
+
+
+def assert_same_as_cpu(got, want, rtol=None, atol=None):
+    """An opencl result (or tuple of them) equals the CPU one in dtype, shape and value (NaN where NaN)."""
+    if isinstance(want, (tuple, list)):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert_same_as_cpu(g, w, rtol, atol)
+        return
+    assert got.device.type == "opencl"
+    got = got.cpu()
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    t = tolerance_for(want.dtype)
+    torch.testing.assert_close(got, want, rtol=t if rtol is None else rtol, atol=t if atol is None else atol,
+                               equal_nan=True)
+
+
+def compare_with_cpu(fn, *inputs, rtol=None, atol=None):
+    """fn on CPU inputs against fn on their opencl copies, the latter run natively (no fallback)."""
+    want = fn(*inputs)
+    with native_only():
+        got = fn(*[x.to("opencl") for x in inputs])
+    assert_same_as_cpu(got, want, rtol, atol)

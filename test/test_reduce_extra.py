@@ -12,7 +12,7 @@ import torch
 
 import torch_opencl  # noqa: F401
 
-from _device_helpers import native_only
+from _device_helpers import assert_same_as_cpu, compare_with_cpu, native_only
 
 DEV = torch.device("opencl")
 F32, F64, I32, I64, BOOL = torch.float32, torch.float64, torch.int32, torch.int64, torch.bool
@@ -31,32 +31,6 @@ def make(shape, dtype, seed=0, nans=False):
     return torch.randint(-9, 10, shape, generator=g, dtype=dtype)
 
 
-def tol_for(dtype):
-    return {F32: 1e-5, F64: 1e-12, BF16: 1e-2, torch.float16: 1e-3}.get(dtype, 0)
-
-
-def assert_same(got, want, rtol=None, atol=None):
-    if isinstance(want, (tuple, list)):
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            assert_same(g, w, rtol, atol)
-        return
-    assert got.device.type == "opencl"
-    got = got.cpu()
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    t = tol_for(want.dtype)
-    torch.testing.assert_close(got, want, rtol=t if rtol is None else rtol, atol=t if atol is None else atol,
-                               equal_nan=True)
-
-
-def compare(fn, *inputs, rtol=None, atol=None):
-    want = fn(*inputs)
-    with native_only():
-        got = fn(*[x.to(DEV) for x in inputs])
-    assert_same(got, want, rtol, atol)
-
-
 def same_error(fn, *inputs):
     with pytest.raises(Exception) as want:
         fn(*inputs)
@@ -72,26 +46,26 @@ def same_error(fn, *inputs):
 def test_nansum(dtype):
     x = make((4, 5, 6), dtype, nans=True)
     rtol = 1e-4 if dtype == F32 else None
-    compare(lambda t: (t.nansum(), t.nansum(0), t.nansum((0, 2), keepdim=True), t.nansum(-1)), x, rtol=rtol,
+    compare_with_cpu(lambda t: (t.nansum(), t.nansum(0), t.nansum((0, 2), keepdim=True), t.nansum(-1)), x, rtol=rtol,
             atol=rtol)
     if dtype.is_floating_point:
-        compare(lambda t: (t.nanmean(), t.nanmean(1), t.nanmean((0, 1), keepdim=True)), x, rtol=rtol, atol=rtol)
-    compare(lambda t: t.nansum(1, dtype=F64), x)
+        compare_with_cpu(lambda t: (t.nanmean(), t.nanmean(1), t.nanmean((0, 1), keepdim=True)), x, rtol=rtol, atol=rtol)
+    compare_with_cpu(lambda t: t.nansum(1, dtype=F64), x)
 
 
 def test_nansum_paths_and_forms():
     big = make((1000, 70), F32, seed=1, nans=True)  # strided (dim 0), per-row (dim 1), chunked full sum
-    compare(lambda t: (t.nansum(0), t.nansum(1), t.nansum(), t.t().nansum(0), t.nanmean(0)), big, rtol=1e-4,
+    compare_with_cpu(lambda t: (t.nansum(0), t.nansum(1), t.nansum(), t.t().nansum(0), t.nanmean(0)), big, rtol=1e-4,
             atol=1e-4)
     x = make((3, 4), F32, seed=2, nans=True)
-    compare(lambda t: (t.nansum(), t.nansum(0)), torch.tensor(float("nan")))
-    compare(lambda t: (t.nansum(), t.nansum(0), t.nansum(1, keepdim=True), t.nanmean(0)), torch.empty(0, 3))
+    compare_with_cpu(lambda t: (t.nansum(), t.nansum(0)), torch.tensor(float("nan")))
+    compare_with_cpu(lambda t: (t.nansum(), t.nansum(0), t.nansum(1, keepdim=True), t.nanmean(0)), torch.empty(0, 3))
     want = torch.empty(0)
     torch.nansum(x, 1, out=want)
     with native_only():
         out = torch.empty(7, device=DEV)
         torch.nansum(x.to(DEV), 1, out=out)
-    assert_same(out, want)
+    assert_same_as_cpu(out, want)
     same_error(lambda t: torch.nansum(t, 1, dtype=F64, out=torch.empty(0, device=t.device)), x)
     same_error(lambda t: t.nansum(2), x)
     same_error(lambda t: t.nansum(), x.to(torch.complex64))
@@ -102,19 +76,19 @@ def test_nansum_paths_and_forms():
 @pytest.mark.parametrize("dtype", [F32, F64, I32, I64, BOOL])
 def test_aminmax(dtype):
     x = make((4, 5, 6), dtype, nans=True)
-    compare(lambda t: tuple(t.aminmax()), x)
+    compare_with_cpu(lambda t: tuple(t.aminmax()), x)
     for dim in (0, 1, -1):
         for keepdim in (False, True):
-            compare(lambda t: tuple(t.aminmax(dim=dim, keepdim=keepdim)), x)
-    compare(lambda t: tuple(t.aminmax(keepdim=True)), x)
+            compare_with_cpu(lambda t: tuple(t.aminmax(dim=dim, keepdim=keepdim)), x)
+    compare_with_cpu(lambda t: tuple(t.aminmax(keepdim=True)), x)
 
 
 def test_aminmax_forms():
     x = make((70, 600), F32, seed=3)
-    compare(lambda t: (tuple(t.aminmax(dim=0)), tuple(t.aminmax(dim=1)), tuple(t.aminmax())), x)
+    compare_with_cpu(lambda t: (tuple(t.aminmax(dim=0)), tuple(t.aminmax(dim=1)), tuple(t.aminmax())), x)
     s = torch.tensor(2.5)
-    compare(lambda t: (tuple(t.aminmax()), tuple(t.aminmax(dim=0)), tuple(t.aminmax(dim=0, keepdim=True))), s)
-    compare(lambda t: tuple(t.aminmax(dim=0)), torch.empty(3, 0))
+    compare_with_cpu(lambda t: (tuple(t.aminmax()), tuple(t.aminmax(dim=0)), tuple(t.aminmax(dim=0, keepdim=True))), s)
+    compare_with_cpu(lambda t: tuple(t.aminmax(dim=0)), torch.empty(3, 0))
     same_error(lambda t: t.aminmax(), torch.empty(0, 3))
     same_error(lambda t: t.aminmax(dim=0), torch.empty(0, 3))
     y = make((5, 6), F32, seed=4)
@@ -122,7 +96,7 @@ def test_aminmax_forms():
     with native_only():
         mn, mx = torch.empty(0, device=DEV), torch.empty(0, device=DEV)
         torch.aminmax(y.to(DEV), dim=1, out=(mn, mx))
-    assert_same((mn, mx), tuple(want))
+    assert_same_as_cpu((mn, mx), tuple(want))
 
 
 # ---- cummax / cummin ----
@@ -131,23 +105,23 @@ def test_aminmax_forms():
 def test_cummax_cummin(dtype):
     x = make((4, 5, 6), dtype, nans=True)
     for dim in (0, 1, -1):
-        compare(lambda t: (tuple(t.cummax(dim)), tuple(t.cummin(dim))), x)
+        compare_with_cpu(lambda t: (tuple(t.cummax(dim)), tuple(t.cummin(dim))), x)
 
 
 def test_cummax_ties_nan_and_forms():
     # ties move the index to the later element; a NaN takes over and keeps its (last) index
     x = torch.tensor([[1.0, 3.0, 3.0, 2.0, float("nan"), 5.0, float("nan"), 7.0], [2.0, 2.0, 1.0, 1.0, 0.0, 0.0, 4.0, 4.0]])
-    compare(lambda t: (tuple(t.cummax(1)), tuple(t.cummin(1)), tuple(t.cummax(0))), x)
-    compare(lambda t: (tuple(t.cummax(0)), tuple(t.cummin(-1))), torch.tensor(3.5))
-    compare(lambda t: (tuple(t.cummax(1)), tuple(t.cummin(0))), torch.empty(0, 4))
+    compare_with_cpu(lambda t: (tuple(t.cummax(1)), tuple(t.cummin(1)), tuple(t.cummax(0))), x)
+    compare_with_cpu(lambda t: (tuple(t.cummax(0)), tuple(t.cummin(-1))), torch.tensor(3.5))
+    compare_with_cpu(lambda t: (tuple(t.cummax(1)), tuple(t.cummin(0))), torch.empty(0, 4))
     y = make((6, 7), F32, seed=5)
-    compare(lambda t: (tuple(t.t().cummax(0)), tuple(t[:, ::2].cummin(1))), y)
+    compare_with_cpu(lambda t: (tuple(t.t().cummax(0)), tuple(t[:, ::2].cummin(1))), y)
     want = torch.cummax(y, 0)
     with native_only():
         values = torch.empty(7, 6, device=DEV).t()  # strided values, fresh indices
         indices = torch.empty(0, dtype=I64, device=DEV)
         torch.cummax(y.to(DEV), 0, out=(values, indices))
-    assert_same((values, indices), tuple(want))
+    assert_same_as_cpu((values, indices), tuple(want))
     same_error(lambda t: t.cummax(2), y)
 
 
@@ -158,22 +132,22 @@ def test_logcumsumexp(dtype):
     x = make((4, 5, 6), dtype) * 10
     rtol = {F32: 1e-5, F64: 1e-12, BF16: 2e-2}[dtype]
     for dim in (0, 1, -1):
-        compare(lambda t: t.logcumsumexp(dim), x, rtol=rtol, atol=rtol)
+        compare_with_cpu(lambda t: t.logcumsumexp(dim), x, rtol=rtol, atol=rtol)
 
 
 def test_logcumsumexp_special_values_and_forms():
     inf, nan = float("inf"), float("nan")
     x = torch.tensor([[-inf, -inf, 0.0, inf, 1.0, inf], [1.0, nan, 2.0, -inf, 3.0, 4.0], [-inf, 5.0, -inf, inf, -inf, 0.0]])
-    compare(lambda t: (t.logcumsumexp(1), t.logcumsumexp(0)), x)
-    compare(lambda t: (t.logcumsumexp(0), t.logcumsumexp(-1)), torch.tensor(1.5))
-    compare(lambda t: t.logcumsumexp(1), torch.empty(0, 3))
+    compare_with_cpu(lambda t: (t.logcumsumexp(1), t.logcumsumexp(0)), x)
+    compare_with_cpu(lambda t: (t.logcumsumexp(0), t.logcumsumexp(-1)), torch.tensor(1.5))
+    compare_with_cpu(lambda t: t.logcumsumexp(1), torch.empty(0, 3))
     y = make((50, 40), F32, seed=6)
-    compare(lambda t: (t.t().logcumsumexp(1), t[::3].logcumsumexp(0)), y, rtol=1e-5, atol=1e-5)
+    compare_with_cpu(lambda t: (t.t().logcumsumexp(1), t[::3].logcumsumexp(0)), y, rtol=1e-5, atol=1e-5)
     want = torch.logcumsumexp(y, 1)
     with native_only():
         out = torch.empty(1, device=DEV)
         torch.logcumsumexp(y.to(DEV), 1, out=out)
-    assert_same(out, want)
+    assert_same_as_cpu(out, want)
     same_error(lambda t: t.logcumsumexp(0), torch.arange(5))
     same_error(lambda t: t.logcumsumexp(3), y)
 
