@@ -4,12 +4,13 @@ against CPU PyTorch in one run. Medians of --reps; ratio = cpu time / opencl tim
     python bench/bench_conv.py [--reps 5]
 """
 import argparse
-import time
 
 import torch
 import torch.nn.functional as F
 
 import torch_opencl  # noqa: F401
+
+from _timing import median_seconds
 
 SHAPES = [
     # name, input (N, C, H, W), weight (O, C, KH, KW), padding
@@ -32,14 +33,7 @@ def step_time(device, xs, ws, padding, reps):
         if device != "cpu":
             torch.opencl.synchronize()
 
-    step()  # compiles
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t)
-    times.sort()
-    return times[len(times) // 2]
+    return median_seconds(step, reps)
 
 
 def main():

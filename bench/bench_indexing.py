@@ -5,11 +5,12 @@ Medians of --reps; ratio = cpu time / opencl time (>1: opencl faster).
     python bench/bench_indexing.py [--reps 5] [--n 1000000]
 """
 import argparse
-import time
 
 import torch
 
 import torch_opencl  # noqa: F401
+
+from _timing import median_seconds
 
 
 def workloads(n):
@@ -49,14 +50,7 @@ def median_time(fn, on, reps):
         if on.device != "cpu":
             torch.opencl.synchronize()
 
-    run()  # compiles
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - t)
-    times.sort()
-    return times[len(times) // 2]
+    return median_seconds(run, reps)
 
 
 def main():

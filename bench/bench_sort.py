@@ -4,11 +4,12 @@ ratio = cpu time / opencl time (>1: opencl faster).
     python bench/bench_sort.py [--reps 5]
 """
 import argparse
-import time
 
 import torch
 
 import torch_opencl  # noqa: F401
+
+from _timing import median_seconds
 
 CASES = [
     # name, shape, op
@@ -32,14 +33,7 @@ def median_time(device, shape, op, reps):
         if device != "cpu":
             torch.opencl.synchronize()
 
-    run()  # compiles
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - t)
-    times.sort()
-    return times[len(times) // 2]
+    return median_seconds(run, reps)
 
 
 def main():
