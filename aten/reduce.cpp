@@ -260,21 +260,12 @@ Launch choose_launch(int device, const Plan& plan) {
   return l;
 }
 
-void set_buffer(cl_kernel k, cl_uint& i, const at::Tensor& t) {
-  const auto b = t.defined() ? buffer_arg(t) : tocl::BufferArg{nullptr, 0};
-  TOCL_CHECK(clSetKernelArg(k, i++, sizeof(cl_mem), &b.buffer));
-  const cl_ulong offset = b.offset;
-  TOCL_CHECK(clSetKernelArg(k, i++, sizeof(cl_ulong), &offset));
-}
+// A tensor argument; an undefined tensor (an unused scratch) passes a null buffer.
+tocl::BufferArg arg(const at::Tensor& t) { return t.defined() ? buffer_arg(t) : tocl::BufferArg{nullptr, 0}; }
 
-template <typename T>
-void set_value(cl_kernel k, cl_uint& i, const T& v) {
-  TOCL_CHECK(clSetKernelArg(k, i++, sizeof(T), &v));
-}
+tocl::RawArg arg(const AccScalar& a) { return {a.size, &a.v}; }
 
-void set_acc(cl_kernel k, cl_uint& i, const AccScalar& a) { TOCL_CHECK(clSetKernelArg(k, i++, a.size, &a.v)); }
-
-void set_local(cl_kernel k, cl_uint& i, size_t bytes) { TOCL_CHECK(clSetKernelArg(k, i++, bytes, nullptr)); }
+tocl::LocalArg local_bytes(size_t bytes) { return {bytes}; }
 
 void check_supported(const at::Tensor& self, c10::ScalarType acc, c10::ScalarType out, const char* what) {
   const int device = device_index(self);
@@ -295,17 +286,8 @@ void launch_reduce(const at::Tensor& self, const Plan& plan, const at::Tensor& o
   const cl_int opcode = static_cast<cl_int>(op);
   if (l.kind == Kind::Serial) {
     cl_kernel k = tocl::get_kernel(program, "reduce_serial");
-    cl_uint i = 0;
-    set_buffer(k, i, self);
-    set_buffer(k, i, out);
-    set_buffer(k, i, center);
-    set_value(k, i, opcode);
-    set_value<cl_long>(k, i, plan.M);
-    set_value<cl_long>(k, i, plan.R);
-    set_value(k, i, plan.g);
-    set_acc(k, i, ap);
-    set_acc(k, i, aq);
-    set_acc(k, i, adiv);
+    tocl::set_args(k, arg(self), arg(out), arg(center), opcode, static_cast<cl_long>(plan.M),
+                   static_cast<cl_long>(plan.R), plan.g, arg(ap), arg(aq), arg(adiv));
     tocl::enqueue_1d(device, stream, k, plan.M, l.local);
     return;
   }
@@ -313,70 +295,30 @@ void launch_reduce(const at::Tensor& self, const Plan& plan, const at::Tensor& o
     at::Tensor partial;
     if (l.nchunks > 1) partial = at::empty({plan.M * l.nchunks}, self.options().dtype(acc));
     cl_kernel k = tocl::get_kernel(program, "reduce_outer");
-    cl_uint i = 0;
-    set_buffer(k, i, self);
-    set_buffer(k, i, out);
-    set_buffer(k, i, center);
-    set_buffer(k, i, partial);
-    set_value(k, i, opcode);
-    set_value<cl_long>(k, i, plan.M);
-    set_value<cl_long>(k, i, plan.R);
-    set_value<cl_long>(k, i, l.chunk);
-    set_value<cl_long>(k, i, l.nchunks);
-    set_value(k, i, plan.g);
-    set_acc(k, i, ap);
-    set_acc(k, i, aq);
-    set_acc(k, i, adiv);
+    tocl::set_args(k, arg(self), arg(out), arg(center), arg(partial), opcode, static_cast<cl_long>(plan.M),
+                   static_cast<cl_long>(plan.R), static_cast<cl_long>(l.chunk), static_cast<cl_long>(l.nchunks), plan.g,
+                   arg(ap), arg(aq), arg(adiv));
     const int64_t rounded = (plan.M + l.local - 1) / l.local * l.local;
     tocl::enqueue_1d(device, stream, k, rounded * l.nchunks, l.local);
     if (l.nchunks == 1) return;
     cl_kernel k2 = tocl::get_kernel(program, "reduce_outer_partials");
-    i = 0;
-    set_buffer(k2, i, partial);
-    set_buffer(k2, i, out);
-    set_buffer(k2, i, center);
-    set_value(k2, i, opcode);
-    set_value<cl_long>(k2, i, plan.M);
-    set_value<cl_long>(k2, i, l.nchunks);
-    set_value(k2, i, plan.g);
-    set_acc(k2, i, aq);
-    set_acc(k2, i, adiv);
+    tocl::set_args(k2, arg(partial), arg(out), arg(center), opcode, static_cast<cl_long>(plan.M),
+                   static_cast<cl_long>(l.nchunks), plan.g, arg(aq), arg(adiv));
     tocl::enqueue_1d(device, stream, k2, plan.M, std::min<int64_t>(64, l.local));
     return;
   }
   at::Tensor partial;
   if (l.nchunks > 1) partial = at::empty({plan.M * l.nchunks}, self.options().dtype(acc));
   cl_kernel k = tocl::get_kernel(program, "reduce_group");
-  cl_uint i = 0;
-  set_buffer(k, i, self);
-  set_buffer(k, i, out);
-  set_buffer(k, i, center);
-  set_buffer(k, i, partial);
-  set_value(k, i, opcode);
-  set_value<cl_long>(k, i, plan.M);
-  set_value<cl_long>(k, i, plan.R);
-  set_value<cl_long>(k, i, l.chunk);
-  set_value<cl_long>(k, i, l.nchunks);
-  set_value(k, i, plan.g);
-  set_acc(k, i, ap);
-  set_acc(k, i, aq);
-  set_acc(k, i, adiv);
-  set_local(k, i, l.local * acc_size);
+  tocl::set_args(k, arg(self), arg(out), arg(center), arg(partial), opcode, static_cast<cl_long>(plan.M),
+                 static_cast<cl_long>(plan.R), static_cast<cl_long>(l.chunk), static_cast<cl_long>(l.nchunks), plan.g,
+                 arg(ap), arg(aq), arg(adiv), local_bytes(l.local * acc_size));
   tocl::enqueue_1d(device, stream, k, plan.M * l.nchunks * l.local, l.local);
   if (l.nchunks == 1) return;
   const int64_t local2 = std::min<int64_t>(kMaxLocal, pow2_at_least(l.nchunks));
   cl_kernel k2 = tocl::get_kernel(program, "reduce_partials");
-  i = 0;
-  set_buffer(k2, i, partial);
-  set_buffer(k2, i, out);
-  set_buffer(k2, i, center);
-  set_value(k2, i, opcode);
-  set_value<cl_long>(k2, i, plan.M);
-  set_value<cl_long>(k2, i, l.nchunks);
-  set_value(k2, i, plan.g);
-  set_acc(k2, i, aq);
-  set_acc(k2, i, adiv);
-  set_local(k2, i, local2 * acc_size);
+  tocl::set_args(k2, arg(partial), arg(out), arg(center), opcode, static_cast<cl_long>(plan.M),
+                 static_cast<cl_long>(l.nchunks), plan.g, arg(aq), arg(adiv), local_bytes(local2 * acc_size));
   tocl::enqueue_1d(device, stream, k2, plan.M * local2, local2);
 }
 
@@ -445,15 +387,8 @@ void arg_reduce_into(const at::Tensor& self_in, ReduceMask mask, bool keepdim, c
   const auto acc_size = c10::elementSize(acc);
   if (l.kind == Kind::Serial) {
     cl_kernel k = tocl::get_kernel(program, "argreduce_serial");
-    cl_uint i = 0;
-    set_buffer(k, i, self);
-    set_buffer(k, i, values);
-    set_buffer(k, i, indices);
-    set_value(k, i, max_flag);
-    set_value(k, i, has_values);
-    set_value<cl_long>(k, i, plan.M);
-    set_value<cl_long>(k, i, plan.R);
-    set_value(k, i, plan.g);
+    tocl::set_args(k, arg(self), arg(values), arg(indices), max_flag, has_values, static_cast<cl_long>(plan.M),
+                   static_cast<cl_long>(plan.R), plan.g);
     tocl::enqueue_1d(device, stream, k, plan.M, l.local);
     return;
   }
@@ -463,37 +398,17 @@ void arg_reduce_into(const at::Tensor& self_in, ReduceMask mask, bool keepdim, c
     pi = at::empty({plan.M * l.nchunks}, self.options().dtype(at::kLong));
   }
   cl_kernel k = tocl::get_kernel(program, "argreduce_group");
-  cl_uint i = 0;
-  set_buffer(k, i, self);
-  set_buffer(k, i, values);
-  set_buffer(k, i, indices);
-  set_buffer(k, i, pv);
-  set_buffer(k, i, pi);
-  set_value(k, i, max_flag);
-  set_value(k, i, has_values);
-  set_value<cl_long>(k, i, plan.M);
-  set_value<cl_long>(k, i, plan.R);
-  set_value<cl_long>(k, i, l.chunk);
-  set_value<cl_long>(k, i, l.nchunks);
-  set_value(k, i, plan.g);
-  set_local(k, i, l.local * acc_size);
-  set_local(k, i, l.local * sizeof(cl_long));
+  tocl::set_args(k, arg(self), arg(values), arg(indices), arg(pv), arg(pi), max_flag, has_values,
+                 static_cast<cl_long>(plan.M), static_cast<cl_long>(plan.R), static_cast<cl_long>(l.chunk),
+                 static_cast<cl_long>(l.nchunks), plan.g, local_bytes(l.local * acc_size),
+                 local_bytes(l.local * sizeof(cl_long)));
   tocl::enqueue_1d(device, stream, k, plan.M * l.nchunks * l.local, l.local);
   if (l.nchunks == 1) return;
   const int64_t local2 = std::min<int64_t>(kMaxLocal, pow2_at_least(l.nchunks));
   cl_kernel k2 = tocl::get_kernel(program, "argreduce_partials");
-  i = 0;
-  set_buffer(k2, i, pv);
-  set_buffer(k2, i, pi);
-  set_buffer(k2, i, values);
-  set_buffer(k2, i, indices);
-  set_value(k2, i, max_flag);
-  set_value(k2, i, has_values);
-  set_value<cl_long>(k2, i, plan.M);
-  set_value<cl_long>(k2, i, l.nchunks);
-  set_value(k2, i, plan.g);
-  set_local(k2, i, local2 * acc_size);
-  set_local(k2, i, local2 * sizeof(cl_long));
+  tocl::set_args(k2, arg(pv), arg(pi), arg(values), arg(indices), max_flag, has_values, static_cast<cl_long>(plan.M),
+                 static_cast<cl_long>(l.nchunks), plan.g, local_bytes(local2 * acc_size),
+                 local_bytes(local2 * sizeof(cl_long)));
   tocl::enqueue_1d(device, stream, k2, plan.M * local2, local2);
 }
 

@@ -16,7 +16,20 @@ struct BufferArg {
   uint64_t offset;  // in elements of the kernel's type
 };
 
+// A local-memory argument of `bytes` (the kernel declares `__local T* x`).
+struct LocalArg {
+  size_t bytes;
+};
+
+// A by-value argument whose type is chosen at run time (a float or double accumulator).
+struct RawArg {
+  size_t size;
+  const void* value;
+};
+
 namespace detail {
+inline void set_arg(cl_kernel k, cl_uint& i, const LocalArg& l) { TOCL_CHECK(clSetKernelArg(k, i++, l.bytes, nullptr)); }
+inline void set_arg(cl_kernel k, cl_uint& i, const RawArg& r) { TOCL_CHECK(clSetKernelArg(k, i++, r.size, r.value)); }
 inline void set_arg(cl_kernel k, cl_uint& i, const BufferArg& b) {
   TOCL_CHECK(clSetKernelArg(k, i++, sizeof(cl_mem), &b.buffer));
   const cl_ulong offset = b.offset;
