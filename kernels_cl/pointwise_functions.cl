@@ -27,13 +27,29 @@ inline C_T sign_of(C_T x) { return (C_T)((x > (C_T)0) - (x < (C_T)0)); }
 inline C_T nan_propagating_max(C_T a, C_T b) { return (isnan(a) || isnan(b)) ? (a + b) : fmax(a, b); }
 inline C_T nan_propagating_min(C_T a, C_T b) { return (isnan(a) || isnan(b)) ? (a + b) : fmin(a, b); }
 inline C_T sigmoid_of(C_T x) { return (C_T)1 / ((C_T)1 + exp(-x)); }
-inline C_T gelu_erf(C_T x) { return x * (C_T)0.5 * ((C_T)1 + erf(x * (C_T)M_SQRT1_2)); }
+// erf in single precision without the library call: PoCL's erf is a scalar call that stops the
+// work-group vectoriser (24 ns an element, 20x exp). |x| < 0.5: the Taylor series to x^13 (error
+// ~1e-9); otherwise 1 - erfc with Numerical Recipes' erfc (fractional error < 1.2e-7). Double
+// keeps the library's erf.
+inline C_T erf_of(C_T x) {
+  if (sizeof(C_T) != 4) return erf(x);
+  const C_T a = fabs(x), z = x * x;
+  const C_T series = x * (C_T)M_2_SQRTPI *
+      ((C_T)1 + z * ((C_T)(-1.0 / 3) + z * ((C_T)(1.0 / 10) + z * ((C_T)(-1.0 / 42) + z * ((C_T)(1.0 / 216) +
+       z * ((C_T)(-1.0 / 1320) + z * (C_T)(1.0 / 9360)))))));
+  const C_T t = (C_T)1 / ((C_T)1 + (C_T)0.5 * a);
+  const C_T erfc = t * exp(-z - (C_T)1.26551223 + t * ((C_T)1.00002368 + t * ((C_T)0.37409196 + t * ((C_T)0.09678418 +
+                   t * ((C_T)-0.18628806 + t * ((C_T)0.27886807 + t * ((C_T)-1.13520398 + t * ((C_T)1.48851587 +
+                   t * ((C_T)-0.82215223 + t * (C_T)0.17087277)))))))));
+  return a < (C_T)0.5 ? series : copysign((C_T)1 - erfc, x);
+}
+inline C_T gelu_erf(C_T x) { return x * (C_T)0.5 * ((C_T)1 + erf_of(x * (C_T)M_SQRT1_2)); }
 inline C_T gelu_tanh(C_T x) {
   const C_T inner = (C_T)(M_2_SQRTPI * M_SQRT1_2) * (x + (C_T)0.044715 * x * x * x);
   return (C_T)0.5 * x * ((C_T)1 + tanh(inner));
 }
 inline C_T gelu_erf_backward(C_T g, C_T x) {
-  const C_T cdf = (C_T)0.5 * ((C_T)1 + erf(x * (C_T)M_SQRT1_2));
+  const C_T cdf = (C_T)0.5 * ((C_T)1 + erf_of(x * (C_T)M_SQRT1_2));
   const C_T pdf = exp((C_T)-0.5 * x * x) * (C_T)(M_2_SQRTPI * M_SQRT1_2 * 0.5);
   return g * (cdf + x * pdf);
 }
