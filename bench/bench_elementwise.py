@@ -9,29 +9,11 @@ Medians over repeats; ratios printed. Targets (reported, not asserted): small-op
     .venv/bin/python bench/bench_elementwise.py [--small-ops 2000] [--repeats 5] [--large 16777216]
 """
 import argparse
-import statistics
-import time
 
 import torch
 import torch_opencl  # noqa: F401
 
-
-def sync(device):
-    if device == "opencl":
-        torch.opencl.synchronize()
-
-
-def timed(fn, device, repeats):
-    fn()
-    sync(device)
-    samples = []
-    for _ in range(repeats):
-        sync(device)
-        t0 = time.perf_counter()
-        fn()
-        sync(device)
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
+from _timing import median_device_seconds
 
 
 def small_add(device, n_ops, repeats):
@@ -42,7 +24,7 @@ def small_add(device, n_ops, repeats):
     def run():
         for _ in range(n_ops):
             torch.add(a, b, out=out)
-    return timed(run, device, repeats) / n_ops * 1e6
+    return median_device_seconds(run, device, repeats) / n_ops * 1e6
 
 
 def small_add_functional(device, n_ops, repeats):
@@ -52,15 +34,16 @@ def small_add_functional(device, n_ops, repeats):
     def run():
         for _ in range(n_ops):
             a + b
-    return timed(run, device, repeats) / n_ops * 1e6
+    return median_device_seconds(run, device, repeats) / n_ops * 1e6
 
 
 def large(device, numel, repeats, inner=5):
     a = torch.randn(numel, device=device)
     b = torch.randn(numel, device=device)
     out = torch.empty(numel, device=device)
-    t_add = timed(lambda: [torch.add(a, b, out=out) for _ in range(inner)], device, repeats) / inner
-    t_copy = timed(lambda: [out.copy_(a) for _ in range(inner)], device, repeats) / inner
+    add = lambda: [torch.add(a, b, out=out) for _ in range(inner)]  # noqa: E731
+    t_add = median_device_seconds(add, device, repeats) / inner
+    t_copy = median_device_seconds(lambda: [out.copy_(a) for _ in range(inner)], device, repeats) / inner
     return 3 * 4 * numel / t_add / 1e9, 2 * 4 * numel / t_copy / 1e9
 
 

@@ -9,31 +9,12 @@ the kernel launches one opencl step enqueues.
     .venv/bin/python bench/bench_foreach.py [--params 100] [--repeats 15] [--scale 1]
 """
 import argparse
-import statistics
-import time
 
 import torch
 import torch_opencl  # noqa: F401
 from torch import nn
 
-
-def sync(device):
-    if device == "opencl":
-        torch.opencl.synchronize()
-
-
-def timed(fn, device, repeats):
-    fn()
-    fn()
-    sync(device)
-    samples = []
-    for _ in range(repeats):
-        sync(device)
-        t0 = time.perf_counter()
-        fn()
-        sync(device)
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples) * 1e3
+from _timing import median_device_seconds
 
 
 def make_params(n, scale, device):
@@ -80,7 +61,7 @@ def main():
             row = {}
             for device in ("cpu", "opencl"):
                 fn = step_fn(kind, make_params(args.params, args.scale, device), foreach)
-                row[device] = timed(fn, device, args.repeats)
+                row[device] = median_device_seconds(fn, device, args.repeats, warmup=2) * 1e3
                 if device == "opencl":
                     n = launches(fn)
             name = f"{kind} {'foreach' if foreach else 'loop'}"
