@@ -179,6 +179,67 @@ at::Tensor remainder_scalar_tensor(const c10::Scalar& self, const at::Tensor& ot
   return at::remainder(wrapped, other);
 }
 
+// ---- Python operator spellings and aliases, as CPU defines them
+
+at::Tensor lshift_tensor(const at::Tensor& self, const at::Tensor& other) { return at::bitwise_left_shift(self, other); }
+at::Tensor lshift_scalar(const at::Tensor& self, const c10::Scalar& other) { return at::bitwise_left_shift(self, other); }
+at::Tensor& ilshift_tensor(at::Tensor& self, const at::Tensor& other) { return self.bitwise_left_shift_(other); }
+at::Tensor& ilshift_scalar(at::Tensor& self, const c10::Scalar& other) { return self.bitwise_left_shift_(other); }
+at::Tensor rshift_tensor(const at::Tensor& self, const at::Tensor& other) { return at::bitwise_right_shift(self, other); }
+at::Tensor rshift_scalar(const at::Tensor& self, const c10::Scalar& other) { return at::bitwise_right_shift(self, other); }
+at::Tensor& irshift_tensor(at::Tensor& self, const at::Tensor& other) { return self.bitwise_right_shift_(other); }
+at::Tensor& irshift_scalar(at::Tensor& self, const c10::Scalar& other) { return self.bitwise_right_shift_(other); }
+
+// floor_divide is div with rounding_mode="floor" (same iterator: no promotion of integers to float).
+at::Tensor floor_divide(const at::Tensor& self, const at::Tensor& other) { return at::div(self, other, "floor"); }
+at::Tensor& floor_divide_(at::Tensor& self, const at::Tensor& other) { return self.div_(other, "floor"); }
+at::Tensor& floor_divide_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
+  return at::div_out(out, self, other, "floor");
+}
+
+at::Tensor rsub(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
+  return at::sub(other, self, alpha);
+}
+
+// logit: without eps (or eps < 0) log(x / (1 - x)); with eps the input is clamped to [eps, 1 - eps]
+// first, NaN passing through, as on CPU.
+void run_logit(at::TensorIteratorBase& iter, std::optional<double> eps) {
+  if (eps && *eps >= 0) {
+    run_pointwise(iter,
+                  {"logit_eps",
+                   "log((a < s0 ? s0 : (a > s1 ? s1 : a)) / ((C_T)1 - (a < s0 ? s0 : (a > s1 ? s1 : a))))", nullptr},
+                  {*eps, 1.0 - *eps});
+  } else {
+    run_pointwise(iter, {"logit", "log(a / ((C_T)1 - a))", nullptr});
+  }
+}
+at::Tensor& logit_out(const at::Tensor& self, std::optional<double> eps, at::Tensor& out) {
+  auto iter = at::TensorIterator::unary_float_op(out, self);
+  run_logit(iter, eps);
+  return out;
+}
+at::Tensor logit(const at::Tensor& self, std::optional<double> eps) {
+  at::Tensor out;
+  auto iter = at::TensorIterator::unary_float_op(out, self);
+  run_logit(iter, eps);
+  return iter.output();
+}
+at::Tensor& logit_(at::Tensor& self, std::optional<double> eps) { return logit_out(self, eps, self); }
+
+// torch.equal: same sizes and equal elements (NaN never equals), as CPU's cpu_equal.
+bool equal(const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(self.device() == other.device(), "Cannot compare two tensors on different devices. Got: ",
+              self.device(), " and ", other.device());
+  if (!self.is_same_size(other)) return false;
+  if (self.numel() == 0) return true;
+  // The same elements in the same layout are equal unless a floating element is NaN.
+  if (self.is_alias_of(other) && self.storage_offset() == other.storage_offset() && self.dtype() == other.dtype() &&
+      self.strides().equals(other.strides()) && self.is_neg() == other.is_neg() && self.is_conj() == other.is_conj() &&
+      c10::isIntegralType(self.scalar_type(), /*includeBool=*/true))
+    return true;
+  return at::eq(self, other).all().item<bool>();
+}
+
 // ---- activations
 
 at::Tensor& hardtanh_out(const at::Tensor& self, const c10::Scalar& min, const c10::Scalar& max, at::Tensor& out) {
@@ -320,6 +381,22 @@ TOCL_LIBRARY_IMPL(m) {
   m.impl("log_sigmoid_forward.output", TORCH_FN(log_sigmoid_forward_out));
   m.impl("log_sigmoid_backward", TORCH_FN(log_sigmoid_backward));
   m.impl("log_sigmoid_backward.grad_input", TORCH_FN(log_sigmoid_backward_out));
+  m.impl("__lshift__.Tensor", TORCH_FN(lshift_tensor));
+  m.impl("__lshift__.Scalar", TORCH_FN(lshift_scalar));
+  m.impl("__ilshift__.Tensor", TORCH_FN(ilshift_tensor));
+  m.impl("__ilshift__.Scalar", TORCH_FN(ilshift_scalar));
+  m.impl("__rshift__.Tensor", TORCH_FN(rshift_tensor));
+  m.impl("__rshift__.Scalar", TORCH_FN(rshift_scalar));
+  m.impl("__irshift__.Tensor", TORCH_FN(irshift_tensor));
+  m.impl("__irshift__.Scalar", TORCH_FN(irshift_scalar));
+  m.impl("floor_divide", TORCH_FN(floor_divide));
+  m.impl("floor_divide_.Tensor", TORCH_FN(floor_divide_));
+  m.impl("floor_divide.out", TORCH_FN(floor_divide_out));
+  m.impl("rsub.Tensor", TORCH_FN(rsub));
+  m.impl("logit", TORCH_FN(logit));
+  m.impl("logit_", TORCH_FN(logit_));
+  m.impl("logit.out", TORCH_FN(logit_out));
+  m.impl("equal", TORCH_FN(equal));
   m.impl("relu", TORCH_FN(relu));
   m.impl("relu_", TORCH_FN(relu_));
 }

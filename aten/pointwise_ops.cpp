@@ -5,6 +5,8 @@
 #include <ATen/MetaFunctions.h>
 #include <torch/library.h>
 
+#include <cmath>
+
 #include "aten/dtype_fallback.h"
 #include "aten/pointwise.h"
 #include "aten/structured.h"
@@ -62,6 +64,38 @@ void run_clamp_tensor(at::TensorIteratorBase& op, bool min, bool max) {
     TORCH_CHECK(max, "torch.clamp: At least one of 'min' or 'max' must not be None");
     run_pointwise(op, {"clamp_max_tensor", "(isnan(b) || a > b) ? b : a", "min(a, b)"});
   }
+}
+
+// CPU's shifts: a count below 0 or at least the bit width gives 0 (left) or the sign fill (right);
+// integer types only (CPU dispatches uint8, int8, int16, int32, int64).
+void run_shift(at::TensorIteratorBase& op, bool left) {
+  const auto dtype = op.common_dtype();
+  const bool supported = dtype == c10::kByte || dtype == c10::kChar || dtype == c10::kShort || dtype == c10::kInt ||
+                         dtype == c10::kLong;
+  TORCH_CHECK(supported, left ? "bitwise_left_shift" : "bitwise_right_shift", " is not implemented for '", dtype,
+              "'; it takes integer tensors (uint8, int8, int16, int32 or int64)");
+#define TOCL_WIDTH "(long)(sizeof(C_T) * 8)"
+#define TOCL_RSHIFT_MAX "(sizeof(C_T) * 8 - ((C_T)-1 < (C_T)0))"
+  if (left) {
+    run_pointwise(op, {"lshift", nullptr, "((long)b < 0 || (long)b >= " TOCL_WIDTH ") ? (C_T)0 : (C_T)(a << b)"});
+  } else {
+    run_pointwise(op, {"rshift", nullptr,
+                       "((long)b < 0 || (long)b >= (long)" TOCL_RSHIFT_MAX ") ? (C_T)(a >> " TOCL_RSHIFT_MAX
+                       ") : (C_T)(a >> b)"});
+  }
+#undef TOCL_WIDTH
+#undef TOCL_RSHIFT_MAX
+}
+
+// CPU's round(decimals): scale by 10^|decimals| in the element type, rint, scale back
+// (dividing first when decimals <= 0).
+void run_round_decimals(at::TensorIteratorBase& op, int64_t decimals) {
+  const bool scale_down = decimals <= 0;
+  const double ten_pow = std::pow(10.0, static_cast<double>(scale_down ? -decimals : decimals));
+  if (scale_down)
+    run_pointwise(op, {"round_decimals_down", "rint(a / s0) * s0", nullptr}, {ten_pow});
+  else
+    run_pointwise(op, {"round_decimals", "rint(a * s0) / s0", nullptr}, {ten_pow});
 }
 
 #define TOCL_EXPAND(...) __VA_ARGS__

@@ -1,6 +1,7 @@
 // Registration of the minimum operator set: the list only; kernels live in
-// tensor_factories.cpp, views.cpp, copy.cpp and fill.cpp; view_as_real and view_as_complex are
-// ATen's own device-generic views (a new dtype over the same storage).
+// tensor_factories.cpp, views.cpp, copy.cpp and fill.cpp; view_as_real, view_as_complex and unfold
+// are ATen's own device-generic views (metadata over the same storage).
+#include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_as_complex_native.h>
 #include <ATen/ops/view_as_real_native.h>
 #include <torch/library.h>
@@ -16,6 +17,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("view", TORCH_FN(view));
   m.impl("view_as_real", TORCH_FN(at::native::view_as_real));
   m.impl("view_as_complex", TORCH_FN(at::native::view_as_complex));
+  m.impl("unfold", TORCH_FN(at::native::unfold));
   m.impl("_reshape_alias", TORCH_FN(reshape_alias));
   m.impl("resize_", TORCH_FN(resize_));
   m.impl("set_.source_Tensor", TORCH_FN(set_source_tensor_));

@@ -1,6 +1,7 @@
 // flip, roll and repeat (what tile calls): one gather kernel (kernels_cl/shape_ops.cl) that maps
 // each output coordinate to its source coordinate, over the input's own strides. Elements are
 // moved as raw bits, so one program per element size serves every dtype.
+// unfold_backward composes native ops over unfold's view.
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/WrapDimUtilsMulti.h>
@@ -150,10 +151,24 @@ Tensor repeat(const Tensor& self, at::IntArrayRef repeats) {
   return out;
 }
 
+// unfold's gradient: each input element gathers the gradients of the windows holding it.
+Tensor unfold_backward(const Tensor& grad, at::IntArrayRef input_sizes, int64_t dim, int64_t size, int64_t step) {
+  auto grad_input = at::zeros(input_sizes, grad.options());
+  auto windows = grad_input.unfold(dim, size, step);  // a view of grad_input shaped like grad
+  if (step >= size) {  // windows do not overlap
+    windows.copy_(grad);
+    return grad_input;
+  }
+  // Overlapping windows: one offset within the window at a time, whose elements are distinct.
+  for (int64_t j = 0; j < size; ++j) windows.select(-1, j).add_(grad.select(-1, j));
+  return grad_input;
+}
+
 }  // namespace
 
 TOCL_LIBRARY_IMPL(m) {
   m.impl("flip", TORCH_FN(flip));
+  m.impl("unfold_backward", TORCH_FN(unfold_backward));
   m.impl("roll", TORCH_FN(roll_gather));
   m.impl("repeat", TORCH_FN(repeat));
 }
