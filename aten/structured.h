@@ -11,6 +11,7 @@
 #include <array>
 #include <optional>
 #include <type_traits>
+#include <vector>
 
 namespace torch_opencl {
 
@@ -70,6 +71,29 @@ struct StructuredFunctional final : public Meta {
   const at::Tensor& maybe_get_output(int64_t i) override { return *outputs_[i]; }
   at::Tensor take(int i = 0) { return std::move(outputs_[i]).take(); }
   std::array<c10::ExclusivelyOwned<at::Tensor>, N> outputs_;
+};
+
+// Runs only the checks of a non-iterator meta function (MetaBase) and records the output's
+// shape and options, for kernels that produce their result by composing native ops.
+template <class Meta>
+struct StructuredCheck final : public Meta {
+  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) override {
+    record(i, sizes, options);
+  }
+  void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) override {
+    record(i, sizes, options);
+  }
+  const at::Tensor& maybe_get_output(int64_t) override { return undefined_; }
+  std::vector<int64_t> sizes;
+  at::TensorOptions options;
+
+ private:
+  void record(int64_t i, at::IntArrayRef s, at::TensorOptions o) {
+    TORCH_INTERNAL_ASSERT(i == 0, "StructuredCheck records one output");
+    sizes.assign(s.begin(), s.end());
+    options = o;
+  }
+  at::Tensor undefined_;
 };
 
 // For out= and in-place forms: outputs are given.
