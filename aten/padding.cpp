@@ -80,7 +80,8 @@ void check_grad_output(const char* op, const Tensor& grad_output, const Tensor& 
   TORCH_CHECK(static_cast<size_t>(input.dim()) >= padded_dims, op, ": expected an input with at least ", padded_dims,
               " dims, got ", input.sizes());
   std::vector<int64_t> expected(input.sizes().begin(), input.sizes().end());
-  for (size_t pair = 0; pair < padded_dims; ++pair) expected[input.dim() - 1 - pair] += padding[2 * pair] + padding[2 * pair + 1];
+  for (size_t pair = 0; pair < padded_dims; ++pair)
+    expected[input.dim() - 1 - pair] += padding[2 * pair] + padding[2 * pair + 1];
   TORCH_CHECK(grad_output.sizes() == at::IntArrayRef(expected), op, ": grad_output has size ", grad_output.sizes(),
               " but the padded input has size ", at::IntArrayRef(expected));
 }
@@ -93,14 +94,14 @@ Tensor& write_out(const Tensor& result, Tensor& out) {
 }
 
 // Structured operators: the meta function checks, the maps compute.
-#define TOCL_PAD_STRUCTURED(NAME, MODE)                                                            \
-  Tensor NAME##_kernel(const Tensor& self, at::IntArrayRef padding) {                                       \
-    StructuredCheck<at::meta::structured_##NAME> check;                                            \
-    check.meta(self, padding);                                                                     \
-    return resample_forward(self, pad_axes(self.sizes(), padding, MODE));                          \
-  }                                                                                                \
-  Tensor& NAME##_out_kernel(const Tensor& self, at::IntArrayRef padding, Tensor& out) {                   \
-    return write_out(NAME##_kernel(self, padding), out);                                                    \
+#define TOCL_PAD_STRUCTURED(NAME, MODE)                                                 \
+  Tensor NAME##_kernel(const Tensor& self, at::IntArrayRef padding) {                   \
+    StructuredCheck<at::meta::structured_##NAME> check;                                 \
+    check.meta(self, padding);                                                          \
+    return resample_forward(self, pad_axes(self.sizes(), padding, MODE));               \
+  }                                                                                     \
+  Tensor& NAME##_out_kernel(const Tensor& self, at::IntArrayRef padding, Tensor& out) { \
+    return write_out(NAME##_kernel(self, padding), out);                                \
   }
 TOCL_PAD_STRUCTURED(reflection_pad1d, PadMode::kReflect)
 TOCL_PAD_STRUCTURED(reflection_pad3d, PadMode::kReflect)
@@ -109,29 +110,29 @@ TOCL_PAD_STRUCTURED(replication_pad2d, PadMode::kReplicate)
 TOCL_PAD_STRUCTURED(replication_pad3d, PadMode::kReplicate)
 #undef TOCL_PAD_STRUCTURED
 
-#define TOCL_PAD_BACKWARD_STRUCTURED(NAME, MODE)                                                           \
-  Tensor NAME##_backward_kernel(const Tensor& grad_output, const Tensor& self, at::IntArrayRef padding) {         \
-    StructuredCheck<at::meta::structured_##NAME##_backward> check;                                         \
-    check.meta(grad_output, self, padding);                                                                \
-    return resample_backward(grad_output, self.sizes(), pad_axes(self.sizes(), padding, MODE));            \
-  }                                                                                                        \
-  Tensor& NAME##_backward_out_kernel(const Tensor& grad_output, const Tensor& self, at::IntArrayRef padding,      \
-                              Tensor& grad_input) {                                                        \
-    return write_out(NAME##_backward_kernel(grad_output, self, padding), grad_input);                             \
+#define TOCL_PAD_BACKWARD_STRUCTURED(NAME, MODE)                                                             \
+  Tensor NAME##_backward_kernel(const Tensor& grad_output, const Tensor& self, at::IntArrayRef padding) {    \
+    StructuredCheck<at::meta::structured_##NAME##_backward> check;                                           \
+    check.meta(grad_output, self, padding);                                                                  \
+    return resample_backward(grad_output, self.sizes(), pad_axes(self.sizes(), padding, MODE));              \
+  }                                                                                                          \
+  Tensor& NAME##_backward_out_kernel(const Tensor& grad_output, const Tensor& self, at::IntArrayRef padding, \
+                              Tensor& grad_input) {                                                          \
+    return write_out(NAME##_backward_kernel(grad_output, self, padding), grad_input);                        \
   }
 TOCL_PAD_BACKWARD_STRUCTURED(reflection_pad1d, PadMode::kReflect)
 TOCL_PAD_BACKWARD_STRUCTURED(reflection_pad3d, PadMode::kReflect)
 TOCL_PAD_BACKWARD_STRUCTURED(replication_pad1d, PadMode::kReplicate)
 #undef TOCL_PAD_BACKWARD_STRUCTURED
 
-#define TOCL_PAD_BACKWARD_CHECKED(NAME, MODE, DIMS)                                                        \
-  Tensor NAME##_backward_kernel(const Tensor& grad_output, const Tensor& self, at::IntArrayRef padding) {         \
-    check_grad_output(#NAME "_backward", grad_output, self, padding, DIMS);                                \
-    return resample_backward(grad_output, self.sizes(), pad_axes(self.sizes(), padding, MODE));            \
-  }                                                                                                        \
-  Tensor& NAME##_backward_out_kernel(const Tensor& grad_output, const Tensor& self, at::IntArrayRef padding,      \
-                              Tensor& grad_input) {                                                        \
-    return write_out(NAME##_backward_kernel(grad_output, self, padding), grad_input);                             \
+#define TOCL_PAD_BACKWARD_CHECKED(NAME, MODE, DIMS)                                                          \
+  Tensor NAME##_backward_kernel(const Tensor& grad_output, const Tensor& self, at::IntArrayRef padding) {    \
+    check_grad_output(#NAME "_backward", grad_output, self, padding, DIMS);                                  \
+    return resample_backward(grad_output, self.sizes(), pad_axes(self.sizes(), padding, MODE));              \
+  }                                                                                                          \
+  Tensor& NAME##_backward_out_kernel(const Tensor& grad_output, const Tensor& self, at::IntArrayRef padding, \
+                              Tensor& grad_input) {                                                          \
+    return write_out(NAME##_backward_kernel(grad_output, self, padding), grad_input);                        \
   }
 TOCL_PAD_BACKWARD_CHECKED(reflection_pad2d, PadMode::kReflect, 2)
 TOCL_PAD_BACKWARD_CHECKED(replication_pad2d, PadMode::kReplicate, 2)
@@ -149,10 +150,10 @@ Tensor& reflection_pad2d_out_kernel(const Tensor& self, at::IntArrayRef padding,
 }  // namespace
 
 TOCL_LIBRARY_IMPL(m) {
-#define TOCL_REGISTER_PAD(NAME)                                                  \
-  m.impl(#NAME, TORCH_FN(NAME##_kernel));                                                 \
-  m.impl(#NAME ".out", TORCH_FN(NAME##_out_kernel));                                    \
-  m.impl(#NAME "_backward", TORCH_FN(NAME##_backward_kernel));                          \
+#define TOCL_REGISTER_PAD(NAME)                                \
+  m.impl(#NAME, TORCH_FN(NAME##_kernel));                      \
+  m.impl(#NAME ".out", TORCH_FN(NAME##_out_kernel));           \
+  m.impl(#NAME "_backward", TORCH_FN(NAME##_backward_kernel)); \
   m.impl(#NAME "_backward.grad_input", TORCH_FN(NAME##_backward_out_kernel));
   TOCL_REGISTER_PAD(reflection_pad1d)
   TOCL_REGISTER_PAD(reflection_pad2d)

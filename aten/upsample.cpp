@@ -116,48 +116,48 @@ Tensor& write_out(const Tensor& result, Tensor& out) {
 }
 
 // NAME(self, output_size, SCALES...) and NAME_backward(grad_output, output_size, input_size, SCALES...).
-#define TOCL_NEAREST(NAME, EXACT, SCALE_PARAMS, SCALE_ARGS)                                                     \
-  Tensor NAME##_kernel(const Tensor& self, at::IntArrayRef output_size SCALE_PARAMS) {                                   \
-    StructuredCheck<at::meta::structured_##NAME> check;                                                         \
-    check.meta(self, output_size SCALE_ARGS);                                                                   \
-    return resample_forward(self, nearest_axes(self.sizes(), output_size, Scales{SCALE_ARGS_LIST}, EXACT));     \
-  }                                                                                                             \
-  Tensor& NAME##_out_kernel(const Tensor& self, at::IntArrayRef output_size SCALE_PARAMS, Tensor& out) {               \
-    return write_out(NAME##_kernel(self, output_size SCALE_ARGS), out);                                                  \
-  }                                                                                                             \
-  Tensor NAME##_backward_kernel(const Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size     \
-                             SCALE_PARAMS) {                                                                    \
-    StructuredCheck<at::meta::structured_##NAME##_backward> check;                                              \
-    check.meta(grad_output, output_size, input_size SCALE_ARGS);                                                \
-    return resample_backward(grad_output, input_size,                                                           \
-                             nearest_axes(input_size, output_size, Scales{SCALE_ARGS_LIST}, EXACT));            \
-  }                                                                                                             \
-  Tensor& NAME##_backward_out_kernel(const Tensor& grad_output, at::IntArrayRef output_size,                           \
-                              at::IntArrayRef input_size SCALE_PARAMS, Tensor& grad_input) {                    \
-    return write_out(NAME##_backward_kernel(grad_output, output_size, input_size SCALE_ARGS), grad_input);             \
+#define TOCL_NEAREST(NAME, EXACT, SCALE_PARAMS, SCALE_ARGS)                                                        \
+  Tensor NAME##_kernel(const Tensor& self, at::IntArrayRef output_size SCALE_PARAMS) {                             \
+    StructuredCheck<at::meta::structured_##NAME> check;                                                            \
+    check.meta(self, output_size SCALE_ARGS);                                                                      \
+    return resample_forward(self, nearest_axes(self.sizes(), output_size, Scales{SCALE_ARGS_LIST}, EXACT));        \
+  }                                                                                                                \
+  Tensor& NAME##_out_kernel(const Tensor& self, at::IntArrayRef output_size SCALE_PARAMS, Tensor& out) {           \
+    return write_out(NAME##_kernel(self, output_size SCALE_ARGS), out);                                            \
+  }                                                                                                                \
+  Tensor NAME##_backward_kernel(const Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size \
+                             SCALE_PARAMS) {                                                                       \
+    StructuredCheck<at::meta::structured_##NAME##_backward> check;                                                 \
+    check.meta(grad_output, output_size, input_size SCALE_ARGS);                                                   \
+    return resample_backward(grad_output, input_size,                                                              \
+                             nearest_axes(input_size, output_size, Scales{SCALE_ARGS_LIST}, EXACT));               \
+  }                                                                                                                \
+  Tensor& NAME##_backward_out_kernel(const Tensor& grad_output, at::IntArrayRef output_size,                       \
+                              at::IntArrayRef input_size SCALE_PARAMS, Tensor& grad_input) {                       \
+    return write_out(NAME##_backward_kernel(grad_output, output_size, input_size SCALE_ARGS), grad_input);         \
   }
 
-#define TOCL_LINEAR(NAME, SCALE_PARAMS, SCALE_ARGS)                                                             \
-  Tensor NAME##_kernel(const Tensor& self, at::IntArrayRef output_size, bool align_corners SCALE_PARAMS) {               \
-    StructuredCheck<at::meta::structured_##NAME> check;                                                         \
-    check.meta(self, output_size, align_corners SCALE_ARGS);                                                    \
-    return resample_forward(                                                                                    \
-        self, linear_axes(self.sizes(), output_size, align_corners, Scales{SCALE_ARGS_LIST}, self.scalar_type())); \
-  }                                                                                                             \
-  Tensor& NAME##_out_kernel(const Tensor& self, at::IntArrayRef output_size, bool align_corners SCALE_PARAMS,          \
-                     Tensor& out) {                                                                             \
-    return write_out(NAME##_kernel(self, output_size, align_corners SCALE_ARGS), out);                                   \
-  }                                                                                                             \
-  Tensor NAME##_backward_kernel(const Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,    \
-                         bool align_corners SCALE_PARAMS) {                                                     \
-    StructuredCheck<at::meta::structured_##NAME##_backward> check;                                              \
-    check.meta(grad_output, output_size, input_size, align_corners SCALE_ARGS);                                 \
-    return resample_backward(grad_output, input_size,                                                           \
-                             linear_axes(input_size, output_size, align_corners, Scales{SCALE_ARGS_LIST},       \
-                                         grad_output.scalar_type()));                                           \
-  }                                                                                                             \
-  Tensor& NAME##_backward_out_kernel(const Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size, \
-                              bool align_corners SCALE_PARAMS, Tensor& grad_input) {                            \
+#define TOCL_LINEAR(NAME, SCALE_PARAMS, SCALE_ARGS)                                                                       \
+  Tensor NAME##_kernel(const Tensor& self, at::IntArrayRef output_size, bool align_corners SCALE_PARAMS) {                \
+    StructuredCheck<at::meta::structured_##NAME> check;                                                                   \
+    check.meta(self, output_size, align_corners SCALE_ARGS);                                                              \
+    return resample_forward(                                                                                              \
+        self, linear_axes(self.sizes(), output_size, align_corners, Scales{SCALE_ARGS_LIST}, self.scalar_type()));        \
+  }                                                                                                                       \
+  Tensor& NAME##_out_kernel(const Tensor& self, at::IntArrayRef output_size, bool align_corners SCALE_PARAMS,             \
+                     Tensor& out) {                                                                                       \
+    return write_out(NAME##_kernel(self, output_size, align_corners SCALE_ARGS), out);                                    \
+  }                                                                                                                       \
+  Tensor NAME##_backward_kernel(const Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,       \
+                         bool align_corners SCALE_PARAMS) {                                                               \
+    StructuredCheck<at::meta::structured_##NAME##_backward> check;                                                        \
+    check.meta(grad_output, output_size, input_size, align_corners SCALE_ARGS);                                           \
+    return resample_backward(grad_output, input_size,                                                                     \
+                             linear_axes(input_size, output_size, align_corners, Scales{SCALE_ARGS_LIST},                 \
+                                         grad_output.scalar_type()));                                                     \
+  }                                                                                                                       \
+  Tensor& NAME##_backward_out_kernel(const Tensor& grad_output, at::IntArrayRef output_size, at::IntArrayRef input_size,  \
+                              bool align_corners SCALE_PARAMS, Tensor& grad_input) {                                      \
     return write_out(NAME##_backward_kernel(grad_output, output_size, input_size, align_corners SCALE_ARGS), grad_input); \
   }
 
@@ -190,10 +190,10 @@ TOCL_LINEAR(upsample_trilinear3d, SCALES_3D, SCALES_3D_ARGS)
 }  // namespace
 
 TOCL_LIBRARY_IMPL(m) {
-#define TOCL_REGISTER_UPSAMPLE(NAME)                         \
-  m.impl(#NAME, TORCH_FN(NAME##_kernel));                             \
-  m.impl(#NAME ".out", TORCH_FN(NAME##_out_kernel));                \
-  m.impl(#NAME "_backward", TORCH_FN(NAME##_backward_kernel));      \
+#define TOCL_REGISTER_UPSAMPLE(NAME)                           \
+  m.impl(#NAME, TORCH_FN(NAME##_kernel));                      \
+  m.impl(#NAME ".out", TORCH_FN(NAME##_out_kernel));           \
+  m.impl(#NAME "_backward", TORCH_FN(NAME##_backward_kernel)); \
   m.impl(#NAME "_backward.grad_input", TORCH_FN(NAME##_backward_out_kernel));
   TOCL_REGISTER_UPSAMPLE(upsample_nearest1d)
   TOCL_REGISTER_UPSAMPLE(upsample_nearest2d)
