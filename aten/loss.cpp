@@ -349,6 +349,43 @@ Tensor smooth_l1_loss_backward(const Tensor& grad_output, const Tensor& self, co
   return smooth_l1_loss_backward_out(grad_output, self, target, reduction, beta, grad_input);
 }
 
+// ---- huber_loss: smooth_l1 scaled by delta, as CPU ----
+
+Tensor huber_loss_into(const Tensor& self, const Tensor& target, int64_t reduction, double delta, const Tensor& out) {
+  TORCH_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
+  return elementwise_loss_out(self, target, reduction, out, [delta](at::TensorIteratorBase& iter) {
+    run_pointwise(iter,
+                  {"huber_loss", "fabs(a - b) < s0 ? (C_T)0.5 * (a - b) * (a - b) : s0 * (fabs(a - b) - (C_T)0.5 * s0)",
+                   nullptr},
+                  {delta});
+  });
+}
+
+Tensor& huber_loss_out(const Tensor& self, const Tensor& target, int64_t reduction, double delta, Tensor& out) {
+  huber_loss_into(self, target, reduction, delta, out);
+  return out;
+}
+
+Tensor huber_loss(const Tensor& self, const Tensor& target, int64_t reduction, double delta) {
+  return huber_loss_into(self, target, reduction, delta,
+                         reduction == at::Reduction::None ? Tensor() : at::empty({}, self.options()));
+}
+
+Tensor& huber_loss_backward_out(const Tensor& grad_output, const Tensor& self, const Tensor& target,
+                                int64_t reduction, double delta, Tensor& grad_input) {
+  at::native::resize_output(grad_input, self.sizes());
+  return elementwise_loss_backward_out(
+      grad_output, self, target,
+      {"huber_loss_backward", "s0 * c * ((a - b) <= -s1 ? -s1 : (a - b) >= s1 ? s1 : (a - b))", nullptr},
+      {loss_norm(self, reduction, 1.0), delta}, grad_input);
+}
+
+Tensor huber_loss_backward(const Tensor& grad_output, const Tensor& self, const Tensor& target, int64_t reduction,
+                           double delta) {
+  auto grad_input = at::empty(self.sizes(), self.options());
+  return huber_loss_backward_out(grad_output, self, target, reduction, delta, grad_input);
+}
+
 // ---- binary_cross_entropy: as CPU, the elementwise loss (log clamped at -100), times weight, reduced ----
 
 // CPU's errors for probabilities outside [0, 1] (NaN included): one pointwise pass and a read back.
@@ -442,6 +479,10 @@ TOCL_LIBRARY_IMPL(m) {
   m.impl("smooth_l1_loss.out", TORCH_FN(smooth_l1_loss_out));
   m.impl("smooth_l1_loss_backward", TORCH_FN(smooth_l1_loss_backward));
   m.impl("smooth_l1_loss_backward.grad_input", TORCH_FN(smooth_l1_loss_backward_out));
+  m.impl("huber_loss", TORCH_FN(huber_loss));
+  m.impl("huber_loss.out", TORCH_FN(huber_loss_out));
+  m.impl("huber_loss_backward", TORCH_FN(huber_loss_backward));
+  m.impl("huber_loss_backward.out", TORCH_FN(huber_loss_backward_out));
   m.impl("binary_cross_entropy", TORCH_FN(bce_loss));
   m.impl("binary_cross_entropy.out", TORCH_FN(bce_loss_out));
   m.impl("binary_cross_entropy_backward", TORCH_FN(bce_loss_backward));

@@ -129,7 +129,7 @@ def test_nll_loss_shape_errors_like_cpu():
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
 @pytest.mark.parametrize("shape", [(4, 5), (0, 3), (), (7,)])
-@pytest.mark.parametrize("loss", ["mse", "smooth_l1", "smooth_l1_beta0"])
+@pytest.mark.parametrize("loss", ["mse", "smooth_l1", "smooth_l1_beta0", "huber"])
 def test_elementwise_losses_match_cpu(dtype, reduction, shape, loss):
     gen = torch.Generator().manual_seed(4)
     a, b = torch.randn(shape, dtype=dtype, generator=gen), torch.randn(shape, dtype=dtype, generator=gen)
@@ -139,6 +139,7 @@ def test_elementwise_losses_match_cpu(dtype, reduction, shape, loss):
         "smooth_l1": lambda x: F.smooth_l1_loss(x, b.to(x.device), reduction=reduction, beta=0.5),
         # beta=0 is l1 (F.smooth_l1_loss routes it to l1_loss in Python; the aten op handles it itself)
         "smooth_l1_beta0": lambda x: torch.ops.aten.smooth_l1_loss(x, b.to(x.device), r, 0.0),
+        "huber": lambda x: F.huber_loss(x, b.to(x.device), reduction=reduction, delta=0.7),
     }[loss]
     check_grad(fn, [a])
 
@@ -150,6 +151,8 @@ def test_elementwise_loss_broadcast_and_errors():
                                    torch.ops.aten.mse_loss(a, b, 0))
     with pytest.raises(RuntimeError, match="negative values for beta"):
         torch.ops.aten.smooth_l1_loss(a.to(DEV), a.to(DEV), 1, -1.0)
+    with pytest.raises(RuntimeError, match="non-positive values for delta"):
+        F.huber_loss(a.to(DEV), a.to(DEV), delta=0.0)
 
 
 def test_target_on_another_device_is_an_error():
