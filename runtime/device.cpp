@@ -283,7 +283,8 @@ const Selection& selection() {
   if (!error.empty()) throw Error(error);
   // Once, in the thread that made the selection (a callback asking for the selection again gets it).
   static std::atomic<bool> notified{false};
-  if (!notified.exchange(true))
+  // Called several times per launch: a plain load first, the read-modify-write only until notified.
+  if (!notified.load(std::memory_order_acquire) && !notified.exchange(true))
     for (auto callback : selection_callbacks()) callback();
   return result;
 }
