@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <array>
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
@@ -58,7 +59,7 @@ struct ProgramEntry {
 size_t text_hash(const char* s) { return s ? std::hash<std::string_view>()(s) : 0; }
 
 Signature make_signature(int device, const at::TensorIteratorBase& iter, const PointwiseExpr& expr,
-                         c10::ScalarType compute, const std::vector<bool>& scalar_inputs, int nscalars, bool index64) {
+                         c10::ScalarType compute, const std::array<bool, kMaxInputs>& scalar_inputs, int nscalars, bool index64) {
   const int nin = iter.ninputs();
   Signature sig{};
   sig.expr_hash = text_hash(expr.name) ^ (text_hash(expr.float_expr) * 3) ^ (text_hash(expr.int_expr) * 7);
@@ -72,7 +73,7 @@ Signature make_signature(int device, const at::TensorIteratorBase& iter, const P
 }
 
 std::string make_source(const at::TensorIteratorBase& iter, const PointwiseExpr& expr, c10::ScalarType compute,
-                        const std::vector<bool>& scalar_inputs, int nscalars, bool index64) {
+                        const std::array<bool, kMaxInputs>& scalar_inputs, int nscalars, bool index64) {
   const int nin = iter.ninputs();
   const bool floating = is_floating(compute);
   const char* body = floating ? expr.float_expr : expr.int_expr;
@@ -102,7 +103,7 @@ std::string make_source(const at::TensorIteratorBase& iter, const PointwiseExpr&
 }
 
 cl_program program_for(int device, const at::TensorIteratorBase& iter, const PointwiseExpr& expr,
-                       c10::ScalarType compute, const std::vector<bool>& scalar_inputs, int nscalars, bool index64) {
+                       c10::ScalarType compute, const std::array<bool, kMaxInputs>& scalar_inputs, int nscalars, bool index64) {
   static std::mutex mutex;
   static std::unordered_multimap<Signature, ProgramEntry, SignatureHash> programs;
   const auto sig = make_signature(device, iter, expr, compute, scalar_inputs, nscalars, index64);
@@ -198,7 +199,7 @@ void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std:
               "' on opencl");
 
   const int nin = iter.ninputs();
-  std::vector<bool> scalar_inputs(nin);
+  std::array<bool, kMaxInputs> scalar_inputs{};  // not std::vector: no allocation per launch
   for (int k = 0; k < nin; ++k) scalar_inputs[k] = iter.is_cpu_scalar(k + 1);
   const bool index64 = !iter.can_use_32bit_indexing();
   bool contiguous = iter.is_contiguous();

@@ -1,6 +1,9 @@
 """Elementwise engine: launch overhead and bandwidth, opencl vs CPU PyTorch in one run.
 
-(a) small add (1K floats), N ops enqueued asynchronously then one synchronize: us per op.
+(a) small add (1K floats), N ops enqueued asynchronously then one synchronize: us per op, for the
+    out=, functional (a + b) and in-place (a.add_(b)) forms; with the spread (min-max over repeats)
+    and the process's CPU time (user+sys, all threads, the driver's included) per op, which depends
+    less on other load than wall time does.
 (b) large add (16M floats): GB/s counted as 3 x 4 bytes per element (two reads, one write),
     against a device-to-device copy_ of the same size (8 bytes per element) as the copy reference.
 Medians over repeats; ratios printed. Targets (reported, not asserted): small-op overhead
@@ -9,11 +12,30 @@ Medians over repeats; ratios printed. Targets (reported, not asserted): small-op
     .venv/bin/python bench/bench_elementwise.py [--small-ops 2000] [--repeats 5] [--large 16777216]
 """
 import argparse
+import resource
+import statistics
+import time
 
 import torch
 import torch_opencl  # noqa: F401
 
-from _timing import median_device_seconds
+from _timing import median_device_seconds, synchronize
+
+
+def small_op_stats(fn, device, n_ops, repeats):
+    """us per op of fn() (n_ops ops): wall median, min, max and median CPU time (user+sys, all threads)."""
+    fn()
+    synchronize(device)
+    walls, cpus = [], []
+    for _ in range(repeats):
+        synchronize(device)
+        r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+        fn()
+        synchronize(device)
+        t1, r1 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
+        walls.append((t1 - t0) / n_ops * 1e6)
+        cpus.append((r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) / n_ops * 1e6)
+    return dict(median=statistics.median(walls), min=min(walls), max=max(walls), cpu=statistics.median(cpus))
 
 
 def small_add(device, n_ops, repeats):
@@ -24,7 +46,7 @@ def small_add(device, n_ops, repeats):
     def run():
         for _ in range(n_ops):
             torch.add(a, b, out=out)
-    return median_device_seconds(run, device, repeats) / n_ops * 1e6
+    return small_op_stats(run, device, n_ops, repeats)
 
 
 def small_add_functional(device, n_ops, repeats):
@@ -34,7 +56,17 @@ def small_add_functional(device, n_ops, repeats):
     def run():
         for _ in range(n_ops):
             a + b
-    return median_device_seconds(run, device, repeats) / n_ops * 1e6
+    return small_op_stats(run, device, n_ops, repeats)
+
+
+def small_add_inplace(device, n_ops, repeats):
+    a = torch.randn(1024, device=device)
+    b = torch.randn(1024, device=device) * 1e-3
+
+    def run():
+        for _ in range(n_ops):
+            a.add_(b)
+    return small_op_stats(run, device, n_ops, repeats)
 
 
 def large(device, numel, repeats, inner=5):
@@ -59,20 +91,25 @@ def main():
         rows[device] = dict(
             small_out=small_add(device, args.small_ops, args.repeats),
             small_fn=small_add_functional(device, args.small_ops, args.repeats),
+            small_inplace=small_add_inplace(device, args.small_ops, args.repeats),
             large=large(device, args.large, args.repeats),
         )
     c, o = rows["cpu"], rows["opencl"]
     print(f"{'workload':44s} {'cpu':>10s} {'opencl':>10s} {'opencl/cpu':>10s}")
-    print(f"{'small add 1K, out= (us/op, async)':44s} {c['small_out']:10.2f} {o['small_out']:10.2f} "
-          f"{o['small_out'] / c['small_out']:10.2f}")
-    print(f"{'small add 1K, a + b (us/op, async)':44s} {c['small_fn']:10.2f} {o['small_fn']:10.2f} "
-          f"{o['small_fn'] / c['small_fn']:10.2f}")
+    for key, label in (("small_out", "out="), ("small_fn", "a + b"), ("small_inplace", "a.add_(b)")):
+        print(f"{'small add 1K, ' + label + ' (us/op, async)':44s} {c[key]['median']:10.2f} {o[key]['median']:10.2f} "
+              f"{o[key]['median'] / c[key]['median']:10.2f}")
     print(f"{'large add 16M (GB/s)':44s} {c['large'][0]:10.2f} {o['large'][0]:10.2f} "
           f"{o['large'][0] / c['large'][0]:10.2f}")
     print(f"{'large copy_ 16M (GB/s)':44s} {c['large'][1]:10.2f} {o['large'][1]:10.2f} "
           f"{o['large'][1] / c['large'][1]:10.2f}")
+    print("small ops, spread and CPU time (us/op; wall min-max over repeats; CPU = user+sys of all threads):")
+    for key, label in (("small_out", "out="), ("small_fn", "a + b"), ("small_inplace", "a.add_(b)")):
+        for device in ("cpu", "opencl"):
+            r = rows[device][key]
+            print(f"  {label:10s} {device:7s} wall {r['median']:7.2f} [{r['min']:7.2f} - {r['max']:7.2f}]  cpu {r['cpu']:7.2f}")
     print(f"opencl add bandwidth / copy bandwidth: {o['large'][0] / o['large'][1]:.2f} (target >= 0.80)")
-    print(f"opencl small-op overhead: {o['small_out']:.2f} us (target <= 15 us)")
+    print(f"opencl small-op overhead: {o['small_out']['median']:.2f} us (target <= 15 us)")
 
 
 if __name__ == "__main__":

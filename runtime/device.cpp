@@ -269,23 +269,29 @@ std::vector<void (*)()>& selection_callbacks() {
 }  // namespace
 
 const Selection& selection() {
-  // The outcome, error included, is computed once: every later call answers the same.
-  static std::once_flag once;
-  static Selection result;
-  static std::string error;
-  std::call_once(once, [] {
+  // The outcome, error included, is computed once: every later call answers the same. A function-local
+  // static (not std::call_once, which writes thread-locals on every call): this runs several times per
+  // kernel launch, and after the first call it is one load.
+  struct Outcome {
+    Selection result;
+    std::string error;
+  };
+  static const Outcome outcome = [] {
+    Outcome o;
     try {
-      result = select(platforms());
+      o.result = select(platforms());
     } catch (const Error& e) {
-      error = e.what();
+      o.error = e.what();
     }
-  });
-  if (!error.empty()) throw Error(error);
+    return o;
+  }();
+  if (!outcome.error.empty()) throw Error(outcome.error);
   // Once, in the thread that made the selection (a callback asking for the selection again gets it).
   static std::atomic<bool> notified{false};
-  if (!notified.exchange(true))
+  // A plain load first, the read-modify-write only until notified.
+  if (!notified.load(std::memory_order_acquire) && !notified.exchange(true))
     for (auto callback : selection_callbacks()) callback();
-  return result;
+  return outcome.result;
 }
 
 void on_devices_selected(void (*callback)()) { selection_callbacks().push_back(callback); }

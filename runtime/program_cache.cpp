@@ -251,14 +251,16 @@ cl_program get_embedded_program(int device, const std::string& file_name, const 
 }
 
 cl_kernel get_kernel(cl_program program, const char* name) {
-  thread_local std::unordered_map<cl_program, std::unordered_map<std::string, cl_kernel>> kernels;
+  // Runs once per launch: a hit compares names in place (a std::string key would allocate for
+  // every name longer than 15 characters). A program holds a handful of kernels.
+  thread_local std::unordered_map<cl_program, std::vector<std::pair<std::string, cl_kernel>>> kernels;
   auto& by_name = kernels[program];
-  auto it = by_name.find(name);
-  if (it != by_name.end()) return it->second;
+  for (const auto& [kernel_name, kernel] : by_name)
+    if (std::strcmp(kernel_name.c_str(), name) == 0) return kernel;
   cl_int status = CL_SUCCESS;
   cl_kernel kernel = clCreateKernel(program, name, &status);
   TOCL_CHECK(status);
-  by_name.emplace(name, kernel);
+  by_name.emplace_back(name, kernel);
   return kernel;
 }
 

@@ -19,7 +19,7 @@ struct DeviceQueues {
   std::once_flag context_once;
   cl_context context = nullptr;
   std::mutex mutex;  // guards lazy queue creation
-  std::array<cl_command_queue, kStreamPoolSize> queues{};
+  std::array<std::atomic<cl_command_queue>, kStreamPoolSize> queues{};  // written once, under mutex
   std::atomic<int> next_pool_stream{0};
 };
 
@@ -65,15 +65,21 @@ cl_context context(int device) {
 cl_command_queue queue(int device, int stream_id) {
   check_stream(stream_id);
   auto& d = device_queues(device);
+  // Every launch asks: a created queue is read without the lock.
+  if (cl_command_queue q = d.queues[stream_id].load(std::memory_order_acquire)) {
+    check_not_in_bad_fork();
+    return q;
+  }
   cl_context ctx = context(device);
   std::lock_guard<std::mutex> lock(d.mutex);
   auto& q = d.queues[stream_id];
-  if (!q) {
+  if (!q.load(std::memory_order_relaxed)) {
     cl_int status = CL_SUCCESS;
-    q = clCreateCommandQueue(ctx, device_info(device).id, CL_QUEUE_PROFILING_ENABLE, &status);
+    cl_command_queue created = clCreateCommandQueue(ctx, device_info(device).id, CL_QUEUE_PROFILING_ENABLE, &status);
     TOCL_CHECK(status);
+    q.store(created, std::memory_order_release);
   }
-  return q;
+  return q.load(std::memory_order_relaxed);
 }
 
 int stream_from_pool(int device) {
@@ -106,8 +112,8 @@ void synchronize_device(int device) {
   std::vector<cl_command_queue> created;
   {
     std::lock_guard<std::mutex> lock(d.mutex);
-    for (auto q : d.queues)
-      if (q) created.push_back(q);
+    for (auto& q : d.queues)
+      if (cl_command_queue created_queue = q.load()) created.push_back(created_queue);
   }
   for (auto q : created) TOCL_CHECK(clFinish(q));
 }
