@@ -112,6 +112,22 @@ def test_strided_fill(dtype):
     check(got, want)
 
 
+def test_fill_and_copy_of_seven_unmergeable_dims():
+    # Every dim sliced: no two neighbours merge, so the *_nd kernel variants run.
+    want = torch.zeros((3, 4, 3, 4, 3, 4, 5))
+    src = rand((2, 2, 2, 2, 2, 2, 3), seed=14)
+    want_copy = want.clone()
+    want[::2, ::2, ::2, ::2, ::2, ::2, ::2].fill_(7)
+    want_copy[::2, ::2, ::2, ::2, ::2, ::2, ::2].copy_(src)
+    with native_only():
+        got = torch.zeros((3, 4, 3, 4, 3, 4, 5), device=DEV)
+        got_copy = got.clone()
+        got[::2, ::2, ::2, ::2, ::2, ::2, ::2].fill_(7)
+        got_copy[::2, ::2, ::2, ::2, ::2, ::2, ::2].copy_(src.to(DEV))
+    check(got, want)
+    check(got_copy, want_copy)
+
+
 @pytest.mark.parametrize("rank", [1, 2, 3, 4, 5, 6, 8, 9, 12])
 def test_binary_on_permuted_inputs(rank):
     pa, pb = permutation(rank, 3), permutation(rank, 4)
@@ -227,7 +243,7 @@ def test_gelu_backward_matches_cpu():
 def test_everything_again_with_64_bit_index_math():
     env = dict(os.environ, TORCH_OPENCL_DEBUG_INDEX64="1")
     # A representative subset: each program compiles again in its 64-bit form (a second or more each).
-    subset = "permuted_copy or binary_on_permuted or broadcast_binary or ternary or arange or expanded"
+    subset = "permuted_copy or binary_on_permuted or broadcast_binary or ternary or arange or expanded or seven"
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", "-k", subset, __file__],
                          env=env, cwd=os.path.dirname(os.path.abspath(__file__)), capture_output=True, text=True,
                          timeout=600)
