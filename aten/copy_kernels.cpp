@@ -9,6 +9,7 @@
 
 #include "aten/cl_types.h"
 #include "aten/opencl_tensor.h"
+#include "aten/tiled_geometry.h"
 #include "runtime/embedded_sources.h"
 #include "runtime/memcpy.h"
 #include "runtime/program_cache.h"
@@ -16,38 +17,19 @@
 namespace torch_opencl {
 namespace {
 
-constexpr int kMaxDims = 12;  // MAX_DIMS in kernels_cl/copy.cl
-
-struct Geometry {
-  cl_long sizes[kMaxDims];
-  cl_long dst_strides[kMaxDims];
-  cl_long src_strides[kMaxDims];
-};
-
-cl_program copy_program(int device, at::ScalarType src, at::ScalarType dst) {
+// One program per dtype pair and index width (kernels_cl/copy.cl after tiled_index.cl).
+cl_program copy_program(int device, at::ScalarType src, at::ScalarType dst, bool index64 = false) {
   static std::mutex mutex;
-  static std::map<std::tuple<int, at::ScalarType, at::ScalarType>, cl_program> programs;
+  static std::map<std::tuple<int, at::ScalarType, at::ScalarType, bool>, cl_program> programs;
   std::lock_guard<std::mutex> lock(mutex);
-  auto& program = programs[{device, src, dst}];
+  auto& program = programs[{device, src, dst, index64}];
   if (!program) {
     const std::string source = program_prelude({src, dst}) + operand_defines("SRC", src) +
-                               operand_defines("DST", dst) + tocl::embedded_sources().at("copy.cl");
+                               operand_defines("DST", dst) + tiled_source(2, index64) +
+                               tocl::embedded_sources().at("copy.cl");
     program = tocl::get_program(device, source);
   }
   return program;
-}
-
-// Fills geometry from a TensorIterator (innermost dimension first); false if it has too many dims.
-bool iterator_geometry(const at::TensorIterator& iter, Geometry& g, int* ndim) {
-  *ndim = iter.ndim();
-  if (*ndim > kMaxDims) return false;
-  const auto shape = iter.shape();
-  for (int k = 0; k < *ndim; ++k) {
-    g.sizes[k] = shape[k];
-    g.dst_strides[k] = iter.strides(0)[k] / iter.element_size(0);
-    g.src_strides[k] = iter.ntensors() > 1 ? iter.strides(1)[k] / iter.element_size(1) : 0;
-  }
-  return true;
 }
 
 std::pair<int64_t, int64_t> element_span(const at::Tensor& t) {
@@ -73,7 +55,7 @@ bool device_copy(const at::Tensor& dst, const at::Tensor& src) {
     }
     cl_kernel k = tocl::get_kernel(copy_program(device, src.scalar_type(), dst.scalar_type()), "copy_contiguous");
     tocl::set_args(k, buffer_arg(dst), buffer_arg(src), static_cast<cl_ulong>(dst.numel()));
-    tocl::enqueue_1d(device, stream, k, dst.numel());
+    tocl::enqueue_1d(device, stream, k, dst.numel(), 256);
     return true;
   }
   auto iter = at::TensorIteratorConfig()
@@ -82,17 +64,16 @@ bool device_copy(const at::Tensor& dst, const at::Tensor& src) {
                   .resize_outputs(false)
                   .check_all_same_dtype(false)
                   .build();
-  Geometry g{};
-  int ndim = 0;
-  if (!iterator_geometry(iter, g, &ndim)) return false;
+  TiledLaunch launch;
+  if (!tiled_launch(iter, 2, launch)) return false;
   // The iterator may have moved the base pointers by reordering: use its data pointers.
   const tocl::Resolved d = tocl::resolve(iter.data_ptr(0));
   const tocl::Resolved s = tocl::resolve(iter.data_ptr(1));
-  cl_kernel k = tocl::get_kernel(copy_program(device, src.scalar_type(), dst.scalar_type()), "copy_strided");
+  cl_kernel k = tocl::get_kernel(copy_program(device, src.scalar_type(), dst.scalar_type(), launch.index64),
+                                 tiled_kernel_name("copy_strided", launch).c_str());
   tocl::set_args(k, tocl::BufferArg{d.buffer, d.offset / dst.element_size()},
-                 tocl::BufferArg{s.buffer, s.offset / src.element_size()}, static_cast<cl_ulong>(iter.numel()),
-                 static_cast<cl_int>(ndim), g);
-  tocl::enqueue_1d(device, stream, k, iter.numel());
+                 tocl::BufferArg{s.buffer, s.offset / src.element_size()});
+  enqueue_tiled(device, stream, k, 4, launch);
   return true;
 }
 
@@ -115,17 +96,16 @@ bool device_fill(const at::Tensor& dst, const c10::Scalar& value) {
                   .add_output(dst)
                   .resize_outputs(false)
                   .build();
-  Geometry g{};
-  int ndim = 0;
-  if (!iterator_geometry(iter, g, &ndim)) return false;
+  TiledLaunch launch;
+  if (!tiled_launch(iter, 2, launch)) return false;
   const auto compute = compute_dtype(type);
   const auto compute_bits = at::scalar_tensor(value, at::TensorOptions().dtype(compute));
   const tocl::Resolved d = tocl::resolve(iter.data_ptr(0));
-  cl_kernel k = tocl::get_kernel(copy_program(device, compute, type), "fill_strided");
-  tocl::set_args(k, tocl::BufferArg{d.buffer, d.offset / dst.element_size()}, static_cast<cl_ulong>(iter.numel()),
-                 static_cast<cl_int>(ndim), g);
-  TOCL_CHECK(clSetKernelArg(k, 5, compute_bits.element_size(), compute_bits.const_data_ptr()));
-  tocl::enqueue_1d(device, stream, k, iter.numel());
+  cl_kernel k = tocl::get_kernel(copy_program(device, compute, type, launch.index64),
+                                 tiled_kernel_name("fill_strided", launch).c_str());
+  tocl::set_args(k, tocl::BufferArg{d.buffer, d.offset / dst.element_size()});
+  TOCL_CHECK(clSetKernelArg(k, 3, compute_bits.element_size(), compute_bits.const_data_ptr()));
+  enqueue_tiled(device, stream, k, 2, launch);
   return true;
 }
 

@@ -9,19 +9,14 @@
 
 #include "aten/cl_types.h"
 #include "aten/opencl_tensor.h"
+#include "aten/tiled_geometry.h"
 #include "runtime/embedded_sources.h"
 #include "runtime/program_cache.h"
 
 namespace torch_opencl {
 namespace {
 
-constexpr int kMaxDims = 12;   // MAX_DIMS in kernels_cl/pointwise.cl
 constexpr int kMaxInputs = 3;
-
-struct PointwiseGeometry {
-  cl_long sizes[kMaxDims];
-  cl_long strides[4][kMaxDims];
-};
 
 bool is_floating(c10::ScalarType t) { return t == c10::kFloat || t == c10::kDouble; }
 
@@ -94,8 +89,8 @@ std::string make_source(const at::TensorIteratorBase& iter, const PointwiseExpr&
   }
   s += "#define NIN " + std::to_string(nin) + "\n";
   s += "#define NSCALAR " + std::to_string(nscalars) + "\n";
-  s += std::string("#define IDX_T ") + (index64 ? "ulong" : "uint") + "\n";
   s += std::string("#define EXPR (") + body + ")\n";
+  s += tiled_source(4, index64);
   const auto& sources = tocl::embedded_sources();
   s += sources.at("pointwise_functions.cl");
   s += sources.at("pointwise.cl");
@@ -201,15 +196,18 @@ void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std:
   const int nin = iter.ninputs();
   std::array<bool, kMaxInputs> scalar_inputs{};  // not std::vector: no allocation per launch
   for (int k = 0; k < nin; ++k) scalar_inputs[k] = iter.is_cpu_scalar(k + 1);
-  const bool index64 = !iter.can_use_32bit_indexing();
   bool contiguous = iter.is_contiguous();
   contiguous = contiguous && iter.ndim() <= 1;
-  TORCH_CHECK(contiguous || iter.ndim() <= kMaxDims, expr.name, ": tensors with ", iter.ndim(),
-              " non-mergeable dimensions exceed the opencl limit of ", kMaxDims);
+  TiledLaunch launch;
+  TORCH_CHECK(contiguous || tiled_launch(iter, 4, launch), expr.name, ": tensors with ", iter.ndim(),
+              " non-mergeable dimensions exceed the opencl limit of ", kTiledMaxDims);
+  // 32-bit index math unless the element count (contiguous) or an operand's extent (strided) needs 64.
+  const bool index64 = contiguous ? force_index64() || !iter.can_use_32bit_indexing() : launch.index64;
 
   cl_program program = program_for(device, iter, expr, compute, scalar_inputs, static_cast<int>(scalars.size()),
                                    index64);
-  cl_kernel k = tocl::get_kernel(program, contiguous ? "pointwise_contiguous" : "pointwise_strided");
+  cl_kernel k = contiguous ? tocl::get_kernel(program, "pointwise_contiguous")
+                           : tocl::get_kernel(program, launch.nd ? "pointwise_strided_nd" : "pointwise_strided");
   cl_uint index = 0;
   set_buffer(k, index, iter.data_ptr(0), iter.element_size(0));
   for (int i = 0; i < nin; ++i) {
@@ -222,21 +220,13 @@ void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std:
     }
   }
   set_index(k, index, numel, index64);
-  if (!contiguous) {
-    PointwiseGeometry g{};
-    const auto shape = iter.shape();
-    const int ndim = iter.ndim();
-    for (int d = 0; d < ndim; ++d) {
-      g.sizes[d] = shape[d];
-      for (int t = 0; t < iter.ntensors(); ++t)
-        g.strides[t][d] = iter.is_cpu_scalar(t) ? 0 : iter.strides(t)[d] / iter.element_size(t);
-    }
-    const cl_int nd = ndim;
-    TOCL_CHECK(clSetKernelArg(k, index++, sizeof(nd), &nd));
-    TOCL_CHECK(clSetKernelArg(k, index++, sizeof(g), &g));
-  }
+  const cl_uint geometry_index = index;
+  if (!contiguous) ++index;  // TiledGeometry, set by enqueue_tiled
   for (const auto& s : scalars) set_scalar(k, index, scalar_arg(s, compute));
-  tocl::enqueue_1d(device, tocl::current_stream(device), k, numel);
+  if (contiguous)
+    tocl::enqueue_1d(device, tocl::current_stream(device), k, numel, 256);
+  else
+    enqueue_tiled(device, tocl::current_stream(device), k, geometry_index, launch);
 }
 
 }  // namespace torch_opencl

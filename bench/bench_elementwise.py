@@ -6,6 +6,9 @@
     less on other load than wall time does.
 (b) large add (16M floats): GB/s counted as 3 x 4 bytes per element (two reads, one write),
     against a device-to-device copy_ of the same size (8 bytes per element) as the copy reference.
+(c) strided and broadcast shapes of training steps, us per op: .contiguous() of a head transpose
+    [16,64,4,16] -> [16,4,64,16] and of a 1024x1024 transpose, a broadcast bias add
+    [64,32,28,28] + [32,1,1], and gelu_backward over 262K floats.
 Medians over repeats; ratios printed. Targets (reported, not asserted): small-op overhead
 <= 15 us, large add >= 80% of copy bandwidth.
 
@@ -79,6 +82,22 @@ def large(device, numel, repeats, inner=5):
     return 3 * 4 * numel / t_add / 1e9, 2 * 4 * numel / t_copy / 1e9
 
 
+def shaped_ops(device, repeats, inner=5):
+    g = torch.Generator().manual_seed(0)
+    rnd = lambda *shape: torch.randn(*shape, generator=g).to(device)  # noqa: E731
+    heads, square = rnd(16, 64, 4, 16), rnd(1024, 1024)
+    act, bias = rnd(64, 32, 28, 28), rnd(32, 1, 1)
+    grad, x = rnd(262144), rnd(262144)
+    cases = {
+        "transpose copy [16,64,4,16] (1,2)": lambda: heads.transpose(1, 2).contiguous(),
+        "transpose copy 1024x1024": lambda: square.t().contiguous(),
+        "broadcast add [64,32,28,28]+[32,1,1]": lambda: act + bias,
+        "gelu_backward 262K": lambda: torch.ops.aten.gelu_backward(grad, x),
+    }
+    return {name: median_device_seconds(lambda: [f() for _ in range(inner)], device, repeats) / inner * 1e6
+            for name, f in cases.items()}
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--small-ops", type=int, default=2000)
@@ -93,6 +112,7 @@ def main():
             small_fn=small_add_functional(device, args.small_ops, args.repeats),
             small_inplace=small_add_inplace(device, args.small_ops, args.repeats),
             large=large(device, args.large, args.repeats),
+            shaped=shaped_ops(device, args.repeats),
         )
     c, o = rows["cpu"], rows["opencl"]
     print(f"{'workload':44s} {'cpu':>10s} {'opencl':>10s} {'opencl/cpu':>10s}")
@@ -103,6 +123,9 @@ def main():
           f"{o['large'][0] / c['large'][0]:10.2f}")
     print(f"{'large copy_ 16M (GB/s)':44s} {c['large'][1]:10.2f} {o['large'][1]:10.2f} "
           f"{o['large'][1] / c['large'][1]:10.2f}")
+    for name in c["shaped"]:
+        cs, os_ = c["shaped"][name], o["shaped"][name]
+        print(f"{name + ' (us/op)':44s} {cs:10.1f} {os_:10.1f} {os_ / cs:10.2f}")
     print("small ops, spread and CPU time (us/op; wall min-max over repeats; CPU = user+sys of all threads):")
     for key, label in (("small_out", "out="), ("small_fn", "a + b"), ("small_inplace", "a.add_(b)")):
         for device in ("cpu", "opencl"):

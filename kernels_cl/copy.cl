@@ -1,30 +1,20 @@
 // Strided copy with dtype conversion. The host prepends the definitions of
-// SRC_T/DST_T and LOAD_SRC/STORE_DST for the dtype pair (aten/cl_types.cpp),
-// so one program serves one pair, whatever the shapes and strides.
-#define MAX_DIMS 12
+// SRC_T/DST_T and LOAD_SRC/STORE_DST for the dtype pair (aten/cl_types.cpp), the
+// index width and tiled_index.cl (NOPS 2: dst, src), so one program serves one pair
+// and index width, whatever the shapes and strides.
 
-typedef struct {
-  long sizes[MAX_DIMS];        // innermost first
-  long dst_strides[MAX_DIMS];  // in elements
-  long src_strides[MAX_DIMS];
-} Geometry;
-
-__kernel void copy_strided(__global DST_T* dst, ulong dst_offset,
-                           __global const SRC_T* src, ulong src_offset,
-                           ulong n, int ndim, Geometry g) {
-  const ulong linear = get_global_id(0);
-  if (linear >= n) return;
-  ulong rest = linear;
-  long d = (long)dst_offset, s = (long)src_offset;
-  for (int k = 0; k < ndim; ++k) {
-    const long size = g.sizes[k];
-    const long index = (long)(rest % (ulong)size);
-    rest /= (ulong)size;
-    d += index * g.dst_strides[k];
-    s += index * g.src_strides[k];
+#define COPY_STRIDED(NAME, OFFSETS)                                                     \
+  __kernel void NAME(__global DST_T* dst, ulong dst_offset, __global const SRC_T* src,   \
+                     ulong src_offset, TiledGeometry g) {                                \
+    TILED_INDICES(g)                                                                     \
+    OFFSETS                                                                              \
+    if (!in_shape) return;                                                               \
+    __global DST_T* d = dst + dst_offset;                                                \
+    __global const SRC_T* s = src + src_offset;                                          \
+    STORE_DST(d, o0, LOAD_SRC(s, o1));                                                   \
   }
-  STORE_DST(dst, d, LOAD_SRC(src, s));
-}
+COPY_STRIDED(copy_strided, TILED_OFFSETS)
+COPY_STRIDED(copy_strided_nd, TILED_OFFSETS_ND)
 
 __kernel void copy_contiguous(__global DST_T* dst, ulong dst_offset,
                               __global const SRC_T* src, ulong src_offset, ulong n) {
@@ -34,17 +24,14 @@ __kernel void copy_contiguous(__global DST_T* dst, ulong dst_offset,
 }
 
 // `value` is of SRC's compute type: a by-value half argument would need cl_khr_fp16, and
-// then no program with a float16 source would build.
-__kernel void fill_strided(__global DST_T* dst, ulong dst_offset, ulong n, int ndim, Geometry g,
-                           SRC_CT value) {
-  const ulong linear = get_global_id(0);
-  if (linear >= n) return;
-  ulong rest = linear;
-  long d = (long)dst_offset;
-  for (int k = 0; k < ndim; ++k) {
-    const long size = g.sizes[k];
-    d += (long)(rest % (ulong)size) * g.dst_strides[k];
-    rest /= (ulong)size;
+// then no program with a float16 source would build. Operand slot 1 is unused.
+#define FILL_STRIDED(NAME, OFFSETS)                                                          \
+  __kernel void NAME(__global DST_T* dst, ulong dst_offset, TiledGeometry g, SRC_CT value) { \
+    TILED_INDICES(g)                                                                          \
+    OFFSETS                                                                                   \
+    if (!in_shape) return;                                                                    \
+    __global DST_T* d = dst + dst_offset;                                                     \
+    STORE_DST(d, o0, value);                                                                  \
   }
-  STORE_DST(dst, d, value);
-}
+FILL_STRIDED(fill_strided, TILED_OFFSETS)
+FILL_STRIDED(fill_strided_nd, TILED_OFFSETS_ND)

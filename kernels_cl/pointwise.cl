@@ -3,14 +3,13 @@
 //   C_T, CONV_C(x)           the compute type and the conversion into it
 //   OUT_T, STORE_OUT         the output operand (operand_defines in cl_types.cpp)
 //   IN<k>_T, LOAD_IN<k>      inputs 0..NIN-1; IN<k>_SCALAR when input k is a host scalar
-//   IDX_T                    uint, or ulong where sizes need 64 bits
+//   IDX_T, SIDX_T            uint/int, or ulong/long where sizes need 64 bits, and
+//                            tiled_index.cl (NOPS 4: out, in0..in2), the strided index scheme
 //   NSCALAR                  scalar arguments s0.. (C_T)
 //   EXPR                     the expression over a, b, c, s0, s1, s2 and lin, the
 //                            element's linear index in the iteration (arange uses it)
 //                            and n, the element count (linspace uses it)
 // Sizes and strides are arguments, so one program serves every shape.
-#define MAX_DIMS 12
-
 #if NIN >= 1
 #if IN0_SCALAR
 #define IN0_PARAM , C_T in0_value
@@ -57,11 +56,6 @@
 #define SCALAR_PARAMS , C_T s0, C_T s1, C_T s2
 #endif
 
-typedef struct {
-  long sizes[MAX_DIMS];            // innermost first
-  long strides[4][MAX_DIMS];       // per operand (output first), in elements
-} PointwiseGeometry;
-
 #define LOAD_OPERANDS(i0, i1, i2)  \
   LOAD_A(i0) LOAD_B(i1) LOAD_C(i2)
 #if NIN >= 1
@@ -89,21 +83,15 @@ __kernel void pointwise_contiguous(__global OUT_T* out, ulong out_offset IN0_PAR
   STORE_OUT(out, out_offset + i, (EXPR));
 }
 
-__kernel void pointwise_strided(__global OUT_T* out, ulong out_offset IN0_PARAM IN1_PARAM IN2_PARAM,
-                                IDX_T n, int ndim, PointwiseGeometry g SCALAR_PARAMS) {
-  IDX_T rest = (IDX_T)get_global_id(0);
-  if (rest >= n) return;
-  const IDX_T lin = rest;
-  IDX_T o0 = 0, o1 = 0, o2 = 0, o3 = 0;
-  for (int k = 0; k < ndim; ++k) {
-    const IDX_T size = (IDX_T)g.sizes[k];
-    const IDX_T index = rest % size;
-    rest /= size;
-    o0 += index * (IDX_T)g.strides[0][k];
-    o1 += index * (IDX_T)g.strides[1][k];
-    o2 += index * (IDX_T)g.strides[2][k];
-    o3 += index * (IDX_T)g.strides[3][k];
+#define POINTWISE_STRIDED(NAME, OFFSETS)                                                   \
+  __kernel void NAME(__global OUT_T* out, ulong out_offset IN0_PARAM IN1_PARAM IN2_PARAM,  \
+                     IDX_T n, TiledGeometry g SCALAR_PARAMS) {                             \
+    TILED_INDICES(g)                                                                        \
+    OFFSETS                                                                                 \
+    if (!in_shape) return;                                                                  \
+    const IDX_T lin = tiled_linear(&g, i0, i1, i2);                                         \
+    LOAD_OPERANDS(o1, o2, o3)                                                               \
+    STORE_OUT(out, out_offset + o0, (EXPR));                                                \
   }
-  LOAD_OPERANDS(o1, o2, o3)
-  STORE_OUT(out, out_offset + o0, (EXPR));
-}
+POINTWISE_STRIDED(pointwise_strided, TILED_OFFSETS)
+POINTWISE_STRIDED(pointwise_strided_nd, TILED_OFFSETS_ND)

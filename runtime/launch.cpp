@@ -21,4 +21,12 @@ void enqueue_1d(int device, int stream, cl_kernel kernel, size_t global, size_t 
                                     traced.event()));
 }
 
+void enqueue_3d(int device, int stream, cl_kernel kernel, const size_t global[3], const size_t local[3]) {
+  if (global[0] == 0 || global[1] == 0 || global[2] == 0) return;
+  launches.fetch_add(1, std::memory_order_relaxed);
+  trace::Scope traced(device, stream, kernel);
+  TOCL_CHECK(clEnqueueNDRangeKernel(queue(device, stream), kernel, 3, nullptr, global, local, 0, nullptr,
+                                    traced.event()));
+}
+
 }  // namespace tocl

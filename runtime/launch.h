@@ -52,6 +52,9 @@ void set_args(cl_kernel kernel, const Args&... args) {
 // size; kernels bound-check against their own count argument).
 void enqueue_1d(int device, int stream, cl_kernel kernel, size_t global, size_t local = 0);
 
+// Enqueues a 3-D launch; each global size must be a multiple of its local size.
+void enqueue_3d(int device, int stream, cl_kernel kernel, const size_t global[3], const size_t local[3]);
+
 // Number of kernels enqueue_1d has launched in this process (a debug counter for tests).
 uint64_t launch_count();
 
