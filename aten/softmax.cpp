@@ -10,6 +10,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "aten/dtype_fallback.h"
@@ -63,7 +64,11 @@ void into(const at::Tensor& out, F fill) {
   out.copy_(tmp);
 }
 
-void softmax_forward(const at::Tensor& input, int64_t dim, bool half_to_float, bool log, const at::Tensor& out) {
+// The forward kernels' mode: softmax, log_softmax, or _safe_softmax (rows of -inf only give 0, not NaN).
+enum Mode : cl_int { kSoftmax = 0, kLogSoftmax = 1, kSafeSoftmax = 2 };
+
+void softmax_forward(const at::Tensor& input, int64_t dim, bool half_to_float, Mode mode, const at::Tensor& out) {
+  const bool log = mode == kLogSoftmax;
   TORCH_CHECK(!half_to_float, log ? "_log_softmax" : "_softmax",
               ": conversion from half to float is not supported on opencl; call softmax on a float tensor");
   // As CPU: softmax is defined for floating types only (the structured meta does not check it).
@@ -78,7 +83,7 @@ void softmax_forward(const at::Tensor& input, int64_t dim, bool half_to_float, b
     const auto p = plan(g, device_index(in));
     cl_kernel k = dtype_kernel(in, "softmax.cl", (std::string("softmax") + p.suffix).c_str());
     tocl::set_args(k, buffer_arg(o), buffer_arg(in), static_cast<cl_long>(g.dim_size), static_cast<cl_long>(g.inner),
-                   static_cast<cl_long>(g.rows), static_cast<cl_int>(log));
+                   static_cast<cl_long>(g.rows), static_cast<cl_int>(mode));
     tocl::enqueue_1d(device_index(in), current_stream_of(in), k, p.global, p.local);
   });
 }
@@ -104,38 +109,47 @@ void softmax_backward(const at::Tensor& grad_output, const at::Tensor& output, i
   });
 }
 
-#define SOFTMAX_OPS(NAME, LOG)                                                                                  \
-  at::Tensor NAME(const at::Tensor& self, int64_t dim, bool half_to_float) {                                    \
-    StructuredFunctional<at::meta::structured_##NAME> op;                                                       \
-    op.meta(self, dim, half_to_float);                                                                          \
-    softmax_forward(self, dim, half_to_float, LOG, op.maybe_get_output(0));                                     \
-    return op.take();                                                                                           \
-  }                                                                                                             \
-  at::Tensor& NAME##_out(const at::Tensor& self, int64_t dim, bool half_to_float, at::Tensor& out) {            \
-    StructuredOut<at::meta::structured_##NAME> op(out);                                                         \
-    op.meta(self, dim, half_to_float);                                                                          \
-    softmax_forward(self, dim, half_to_float, LOG, op.maybe_get_output(0));                                     \
-    op.finish();                                                                                                \
-    return out;                                                                                                 \
-  }                                                                                                             \
-  at::Tensor NAME##_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim, at::ScalarType dt) { \
-    StructuredFunctional<at::meta::structured_##NAME##_backward_data> op;                                      \
-    op.meta(grad, output, dim, dt);                                                                             \
-    softmax_backward(grad, output, dim, LOG, op.maybe_get_output(0));                                           \
-    return op.take();                                                                                           \
-  }                                                                                                             \
-  at::Tensor& NAME##_backward_out(const at::Tensor& grad, const at::Tensor& output, int64_t dim,               \
-                                  at::ScalarType dt, at::Tensor& out) {                                         \
-    StructuredOut<at::meta::structured_##NAME##_backward_data> op(out);                                        \
-    op.meta(grad, output, dim, dt);                                                                             \
-    softmax_backward(grad, output, dim, LOG, op.maybe_get_output(0));                                           \
-    op.finish();                                                                                                \
-    return out;                                                                                                 \
+#define SOFTMAX_OPS(NAME, MODE)                                                                                       \
+  at::Tensor NAME(const at::Tensor& self, int64_t dim, bool half_to_float) {                                          \
+    StructuredFunctional<at::meta::structured_##NAME> op;                                                             \
+    op.meta(self, dim, half_to_float);                                                                                \
+    softmax_forward(self, dim, half_to_float, MODE, op.maybe_get_output(0));                                          \
+    return op.take();                                                                                                 \
+  }                                                                                                                   \
+  at::Tensor& NAME##_out(const at::Tensor& self, int64_t dim, bool half_to_float, at::Tensor& out) {                  \
+    StructuredOut<at::meta::structured_##NAME> op(out);                                                               \
+    op.meta(self, dim, half_to_float);                                                                                \
+    softmax_forward(self, dim, half_to_float, MODE, op.maybe_get_output(0));                                          \
+    op.finish();                                                                                                      \
+    return out;                                                                                                       \
+  }                                                                                                                   \
+  at::Tensor NAME##_backward(const at::Tensor& grad, const at::Tensor& output, int64_t dim, at::ScalarType dt) {      \
+    StructuredFunctional<at::meta::structured_##NAME##_backward_data> op;                                             \
+    op.meta(grad, output, dim, dt);                                                                                   \
+    softmax_backward(grad, output, dim, MODE == kLogSoftmax, op.maybe_get_output(0));                                 \
+    return op.take();                                                                                                 \
+  }                                                                                                                   \
+  at::Tensor& NAME##_backward_out(const at::Tensor& grad, const at::Tensor& output, int64_t dim,                      \
+                                  at::ScalarType dt, at::Tensor& out) {                                               \
+    StructuredOut<at::meta::structured_##NAME##_backward_data> op(out);                                               \
+    op.meta(grad, output, dim, dt);                                                                                   \
+    softmax_backward(grad, output, dim, MODE == kLogSoftmax, op.maybe_get_output(0));                                 \
+    op.finish();                                                                                                      \
+    return out;                                                                                                       \
   }
 
-SOFTMAX_OPS(_softmax, false)
-SOFTMAX_OPS(_log_softmax, true)
+SOFTMAX_OPS(_softmax, kSoftmax)
+SOFTMAX_OPS(_log_softmax, kLogSoftmax)
 #undef SOFTMAX_OPS
+
+// softmax whose rows of -inf only give 0 (scaled_dot_product_attention's masked rows): one kernel
+// instead of CPU's composite (softmax, eq, all, where). Its backward is _softmax_backward_data.
+at::Tensor _safe_softmax(const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
+  const auto in = dtype.has_value() ? self.to(*dtype) : self;
+  auto out = at::empty(in.sizes(), in.options());
+  softmax_forward(in, dim, false, kSafeSoftmax, out);
+  return out;
+}
 
 }  // namespace
 
@@ -148,6 +162,7 @@ TOCL_LIBRARY_IMPL(m) {
   m.impl("_softmax_backward_data.out", TORCH_FN(_softmax_backward_out));
   m.impl("_log_softmax_backward_data", TORCH_FN(_log_softmax_backward));
   m.impl("_log_softmax_backward_data.out", TORCH_FN(_log_softmax_backward_out));
+  m.impl("_safe_softmax", TORCH_FN(_safe_softmax));
 }
 
 }  // namespace torch_opencl

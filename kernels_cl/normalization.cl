@@ -249,7 +249,8 @@ inline ACC sum16(ACC16 a) {
 
 // Stores the first n (1..16) lanes of v at p[i ..].
 inline void store16(__global T_T* p, long i, ACC16 v, long n) {
-  if (n >= 16 && sizeof(T_T) == sizeof(ACC)) {
+  const int whole = n >= 16, same = sizeof(T_T) == sizeof(ACC);
+  if (whole & same) {
     vstore16(v, 0, (__global ACC*)p + i);
     return;
   }

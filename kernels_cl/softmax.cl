@@ -10,7 +10,10 @@
 //   *_columns     inner > 1: one work-item per row, adjacent items on adjacent columns (so
 //                 adjacent addresses); a barrier every 4 elements keeps the group in
 //                 lock-step, which makes PoCL vectorise across the work-items.
-// Rows with a NaN give NaN, as on CPU; so do rows of -inf only (exp(-inf - -inf)).
+// Rows with a NaN give NaN, as on CPU; so do rows of -inf only (exp(-inf - -inf)), except in
+// _safe_softmax, whose rows of -inf only give 0.
+//
+// The forward kernels' `mode`: 0 softmax, 1 log_softmax, 2 safe softmax.
 
 #define PASTE_(a, b) a##b
 #define PASTE(a, b) PASTE_(a, b)
@@ -36,7 +39,8 @@
 
 // Stores the first n (1..16) lanes of v at p[i ..].
 inline void store16(__global T_T* p, long i, ACC16 v, long n) {
-  if (n >= 16 && sizeof(T_T) == sizeof(ACC)) {
+  const int whole = n >= 16, same = sizeof(T_T) == sizeof(ACC);
+  if (whole & same) {
     vstore16(v, 0, (__global ACC*)p + i);
     return;
   }
@@ -126,15 +130,20 @@ inline void range_backward(__global T_T* gi, __global const T_T* g, __global con
 // ---- inner == 1, one work-item per row ----
 // The global size is `rows` rounded up to the group size; items past the end store nothing.
 
-// All forms take (buffers..., dim, inner, rows, log_softmax); *_rows* ignore inner (1).
+// A safe softmax row of -inf only (its max is -inf) is written as exp(x - 0) * 0 = 0.
+#define SAFE_ROW(mode, m) ((mode) == 2 && (m) == -INFINITY)
+
+// All forms take (buffers..., dim, inner, rows, mode or log_softmax); *_rows* ignore inner (1).
 __kernel void softmax_rows(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset, long n,
-                           long inner, long rows, int log_softmax) {
+                           long inner, long rows, int mode) {
   const long row = get_global_id(0);
   if (row >= rows) return;
   __global const T_T* x = in + in_offset + row * n;
-  const ACC m = range_max(x, 0, n);
+  ACC m = range_max(x, 0, n);
+  const int zero = SAFE_ROW(mode, m);
+  if (zero) m = 0;
   const ACC s = range_sum_exp(x, 0, n, m);
-  range_write(out + out_offset + row * n, x, 0, n, m, (ACC)1 / s, log(s), log_softmax);
+  range_write(out + out_offset + row * n, x, 0, n, m, zero ? (ACC)0 : (ACC)1 / s, log(s), mode == 1);
 }
 
 __kernel void softmax_backward_rows(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out,
@@ -170,14 +179,16 @@ inline ACC group_combine(__local ACC* scratch, ACC v, int is_max) {
   const long e = min((n), b + per)
 
 __kernel void softmax_rows_group(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset,
-                                 long n, long inner, long rows, int log_softmax) {
+                                 long n, long inner, long rows, int mode) {
   __local ACC scratch[WG];
   const long row = get_group_id(0);
   __global const T_T* x = in + in_offset + row * n;
   SLICE(n);
-  const ACC m = group_combine(scratch, range_max(x, b, e), 1);
+  ACC m = group_combine(scratch, range_max(x, b, e), 1);
+  const int zero = SAFE_ROW(mode, m);
+  if (zero) m = 0;
   const ACC s = group_combine(scratch, range_sum_exp(x, b, e, m), 0);
-  range_write(out + out_offset + row * n, x, b, e, m, (ACC)1 / s, log(s), log_softmax);
+  range_write(out + out_offset + row * n, x, b, e, m, zero ? (ACC)0 : (ACC)1 / s, log(s), mode == 1);
 }
 
 __kernel void softmax_backward_rows_group(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out,
@@ -195,7 +206,7 @@ __kernel void softmax_backward_rows_group(__global T_T* grad_in, ulong gi_offset
 // Items past the last row repeat it and store nothing: no early return before a barrier.
 
 __kernel void softmax_columns(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset,
-                              long dim, long inner, long rows, int log_softmax) {
+                              long dim, long inner, long rows, int mode) {
   const long item = get_global_id(0);
   const long row = min(item, rows - 1);
   const long base = (row / inner) * dim * inner + row % inner;
@@ -210,6 +221,8 @@ __kernel void softmax_columns(__global T_T* out, ulong out_offset, __global cons
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   for (; j < dim; ++j, x += inner) m = MAX_NAN(m, (ACC)LOAD_T(x, 0));
+  const int zero = SAFE_ROW(mode, m);
+  if (zero) m = 0;
   ACC s = 0;
   x = x0;
   for (j = 0; j + 4 <= dim; j += 4, x += 4 * inner) {
@@ -218,8 +231,8 @@ __kernel void softmax_columns(__global T_T* out, ulong out_offset, __global cons
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   for (; j < dim; ++j, x += inner) s += exp((ACC)LOAD_T(x, 0) - m);
-  const ACC scale = (ACC)1 / s, shift = log(s);
-  const int live = item < rows;
+  const ACC scale = zero ? (ACC)0 : (ACC)1 / s, shift = log(s);
+  const int live = item < rows, log_softmax = mode == 1;
   __global T_T* y = out + out_offset + base;
   x = x0;
   for (j = 0; j < dim; ++j, x += inner, y += inner) {

@@ -85,13 +85,13 @@ def test_softmax_non_contiguous_input(fn, dim):
 
 
 def causal_scores(rows, n, fully_masked):
-    """Attention-like scores with a causal -inf mask; rows listed in fully_masked are all -inf, and
-    one row holds a NaN."""
+    """Attention-like scores with a causal -inf mask, a NaN and an inf; the rows listed in
+    fully_masked are all -inf."""
     x = torch.randn(rows, n, generator=torch.Generator().manual_seed(7))
     x = x.masked_fill(torch.ones(rows, n, dtype=torch.bool).triu(1)[:rows, :n], float("-inf"))
-    x[fully_masked] = float("-inf")
     x[rows // 2, n // 3] = float("nan")
     x[rows // 3, 0] = float("inf")
+    x[fully_masked] = float("-inf")
     return x
 
 
@@ -105,6 +105,40 @@ def test_softmax_minus_inf_rows_give_nan_like_cpu(fn, rows, n, dim):
     want = fn(x, dim)
     assert got[0].isnan().all() == want[0].isnan().all()
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [None, torch.float64])
+@pytest.mark.parametrize("rows,n,dim", [(2048, 64, 1), (2048, 64, 0), (2, 64, 1), (3, 40, 1), (7, 5, 0)])
+def test_safe_softmax_gives_zero_for_minus_inf_rows(rows, n, dim, dtype):
+    # _safe_softmax (scaled_dot_product_attention's softmax) is one native kernel: rows of -inf only
+    # give 0 where softmax gives NaN; gradients through _softmax_backward_data.
+    x = causal_scores(rows, n, [0, rows - 1])
+    g = torch.randn(x.shape, generator=torch.Generator().manual_seed(13)).to(dtype or x.dtype)
+    xc, xd = x.clone().requires_grad_(), x.to(DEV).requires_grad_()
+    yc = torch._safe_softmax(xc, dim, dtype)
+    (gc,) = torch.autograd.grad(yc, xc, g)
+    with native_only():
+        yd = torch._safe_softmax(xd, dim, dtype)
+        (gd,) = torch.autograd.grad(yd, xd, g.to(DEV))
+    assert yd.dtype == yc.dtype
+    if dim == 1:
+        assert (yd[0].cpu() == 0).all()
+    torch.testing.assert_close(yd.cpu(), yc.detach(), rtol=1e-5, atol=1e-6, equal_nan=True)
+    torch.testing.assert_close(gd.cpu(), gc, rtol=1e-5, atol=1e-6, equal_nan=True)
+
+
+def test_causal_attention_runs_natively():
+    gen = torch.Generator().manual_seed(14)
+    q, k, v = (torch.randn(2, 4, 64, 16, generator=gen).requires_grad_() for _ in range(3))
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    grads_ref = torch.autograd.grad(ref.sum(), (q, k, v))
+    qd, kd, vd = (t.detach().to(DEV).requires_grad_() for t in (q, k, v))
+    with native_only():
+        got = F.scaled_dot_product_attention(qd, kd, vd, is_causal=True)
+        grads = torch.autograd.grad(got.sum(), (qd, kd, vd))
+    torch.testing.assert_close(got.cpu(), ref.detach(), rtol=1e-4, atol=1e-5)
+    for a, b in zip(grads, grads_ref):
+        torch.testing.assert_close(a.cpu(), b, rtol=1e-4, atol=1e-5)
 
 
 def test_softmax_kernel_forms_share_one_program():
