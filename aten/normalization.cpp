@@ -1,7 +1,7 @@
 // native_layer_norm, native_group_norm, native_batch_norm and their backwards.
 // Layer and group norm normalize contiguous rows: layer norm over many rows one
-// work-item per row (16-element vectors), its weight/bias gradients one work-item per
-// column; otherwise one work-group per row. Batch
+// work-item per row (16-element vectors), its weight/bias gradients from partial sums
+// over chunks of rows; otherwise one work-group per row. Batch
 // norm reduces per channel of a contiguous (N, C, S) view. Kernels in
 // kernels_cl/normalization.cl; statistics are accumulated in float (double for float64).
 #include <ATen/ATen.h>
@@ -120,13 +120,15 @@ Tensor3 rows_backward(const Tensor& grad_out, const Tensor& x, const Tensor& mea
     const int64_t units = std::max<int64_t>(1, tocl::device_info(device).compute_units);
     const int64_t chunk = std::max<int64_t>(16, (rows + 8 * units - 1) / (8 * units));
     const int64_t nchunks = (rows + chunk - 1) / chunk;
-    auto partial = at::empty({nchunks * 2 * n}, x.options().dtype(x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat));
+    const auto acc = x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+    auto partial = at::empty({nchunks * 2 * n}, x.options().dtype(acc));
     cl_kernel k = dtype_kernel(x, "normalization.cl", "layer_norm_param_partials");
     tocl::set_args(k, buffer_arg(partial), buffer_arg(go), buffer_arg(x), buffer_arg(m), buffer_arg(r), L(rows), L(n),
                    L(chunk));
     tocl::enqueue_1d(device, stream, k, nchunks, 1);
     cl_kernel k2 = dtype_kernel(x, "normalization.cl", "layer_norm_param_finish");
-    tocl::set_args(k2, arg_or(dw, any), arg_or(db, any), I(mask[1]), I(mask[2]), buffer_arg(partial), L(n), L(nchunks));
+    tocl::set_args(k2, arg_or(dw, any), arg_or(db, any), I(mask[1]), I(mask[2]), buffer_arg(partial), L(n),
+                   L(nchunks));
     const auto [global, local] = item_per_row(x, (n + 15) / 16);
     tocl::enqueue_1d(device, stream, k2, global, local);
   } else if ((mask[1] || mask[2]) && params > 0 && rows * n > 0) {

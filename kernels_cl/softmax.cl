@@ -197,7 +197,8 @@ __kernel void softmax_backward_rows_group(__global T_T* grad_in, ulong gi_offset
   __local ACC scratch[WG];
   const long base = get_group_id(0) * n;
   SLICE(n);
-  const ACC s = group_combine(scratch, range_dot(grad_out + go_offset + base, y + y_offset + base, b, e, log_softmax), 0);
+  const ACC dot = range_dot(grad_out + go_offset + base, y + y_offset + base, b, e, log_softmax);
+  const ACC s = group_combine(scratch, dot, 0);
   range_backward(grad_in + gi_offset + base, grad_out + go_offset + base, y + y_offset + base, b, e, s,
                  log_softmax);
 }
