@@ -88,27 +88,57 @@ inline ACC range_sum_exp(__global const T_T* x, long b, long e, ACC m) {
 }
 
 // softmax: exp(x - m) * scale (scale = 1 / sum); log-softmax: x - m - shift (shift = log(sum)).
+// The branches are whole loops: a select per element would compute exp for log-softmax too.
 inline void range_write(__global T_T* y, __global const T_T* x, long b, long e, ACC m, ACC scale, ACC shift,
                         int log_softmax) {
   long j = b;
-  for (; j + 16 <= e; j += 16) {
-    const ACC16 d = LOAD16(x, j) - m;
-    store16(y, j, log_softmax ? d - shift : exp(d) * scale, 16);
-  }
-  if (j < e) {
-    const ACC16 d = LOAD16_CLAMPED(x, j, e - 1) - m;
-    store16(y, j, log_softmax ? d - shift : exp(d) * scale, e - j);
+  if (log_softmax) {
+    for (; j + 16 <= e; j += 16) store16(y, j, LOAD16(x, j) - m - shift, 16);
+    if (j < e) store16(y, j, LOAD16_CLAMPED(x, j, e - 1) - m - shift, e - j);
+  } else {
+    for (; j + 16 <= e; j += 16) store16(y, j, exp(LOAD16(x, j) - m) * scale, 16);
+    if (j < e) store16(y, j, exp(LOAD16_CLAMPED(x, j, e - 1) - m) * scale, e - j);
   }
 }
+
+// Softmax where the storage type is ACC (float, double): y = exp(x - m) stored while summing, then
+// scaled in place (range_scale), so exp runs once per element. Returns the sum.
+inline ACC range_exp_store(__global T_T* y, __global const T_T* x, long b, long e, ACC m) {
+  ACC16 s = 0;
+  long j = b;
+  for (; j + 16 <= e; j += 16) {
+    const ACC16 v = exp(LOAD16(x, j) - m);
+    s += v;
+    store16(y, j, v, 16);
+  }
+  if (j < e) {
+    const ACC16 v = lane_mask_keep(exp(LOAD16_CLAMPED(x, j, e - 1) - m), (ACC16)0, e - j);
+    s += v;
+    store16(y, j, v, e - j);
+  }
+  return sum16(s);
+}
+
+inline void range_scale(__global T_T* y, long b, long e, ACC scale) {
+  long j = b;
+  for (; j + 16 <= e; j += 16) store16(y, j, LOAD16(y, j) * scale, 16);
+  if (j < e) store16(y, j, LOAD16_CLAMPED(y, j, e - 1) * scale, e - j);
+}
+
+// Whether the forward runs exp once (range_exp_store): not for log_softmax, nor for half/bfloat16
+// storage, whose rounded exp would be rounded again when scaled.
+#define ONE_EXP(mode) ((mode) != 1 && sizeof(T_T) == sizeof(ACC))
 
 // softmax: sum(g * y); log-softmax: sum(g).
 inline ACC range_dot(__global const T_T* g, __global const T_T* y, long b, long e, int log_softmax) {
   ACC16 s = 0;
   long j = b;
-  for (; j + 16 <= e; j += 16) s += log_softmax ? LOAD16(g, j) : LOAD16(g, j) * LOAD16(y, j);
-  if (j < e) {
-    const ACC16 gv = LOAD16_CLAMPED(g, j, e - 1);
-    s += lane_mask_keep(log_softmax ? gv : gv * LOAD16_CLAMPED(y, j, e - 1), (ACC16)0, e - j);
+  if (log_softmax) {
+    for (; j + 16 <= e; j += 16) s += LOAD16(g, j);
+    if (j < e) s += lane_mask_keep(LOAD16_CLAMPED(g, j, e - 1), (ACC16)0, e - j);
+  } else {
+    for (; j + 16 <= e; j += 16) s += LOAD16(g, j) * LOAD16(y, j);
+    if (j < e) s += lane_mask_keep(LOAD16_CLAMPED(g, j, e - 1) * LOAD16_CLAMPED(y, j, e - 1), (ACC16)0, e - j);
   }
   return sum16(s);
 }
@@ -117,13 +147,12 @@ inline ACC range_dot(__global const T_T* g, __global const T_T* y, long b, long 
 inline void range_backward(__global T_T* gi, __global const T_T* g, __global const T_T* y, long b, long e, ACC s,
                            int log_softmax) {
   long j = b;
-  for (; j + 16 <= e; j += 16) {
-    const ACC16 gv = LOAD16(g, j), yv = LOAD16(y, j);
-    store16(gi, j, log_softmax ? gv - exp(yv) * s : yv * (gv - s), 16);
-  }
-  if (j < e) {
-    const ACC16 gv = LOAD16_CLAMPED(g, j, e - 1), yv = LOAD16_CLAMPED(y, j, e - 1);
-    store16(gi, j, log_softmax ? gv - exp(yv) * s : yv * (gv - s), e - j);
+  if (log_softmax) {
+    for (; j + 16 <= e; j += 16) store16(gi, j, LOAD16(g, j) - exp(LOAD16(y, j)) * s, 16);
+    if (j < e) store16(gi, j, LOAD16_CLAMPED(g, j, e - 1) - exp(LOAD16_CLAMPED(y, j, e - 1)) * s, e - j);
+  } else {
+    for (; j + 16 <= e; j += 16) store16(gi, j, LOAD16(y, j) * (LOAD16(g, j) - s), 16);
+    if (j < e) store16(gi, j, LOAD16_CLAMPED(y, j, e - 1) * (LOAD16_CLAMPED(g, j, e - 1) - s), e - j);
   }
 }
 
@@ -139,11 +168,17 @@ __kernel void softmax_rows(__global T_T* out, ulong out_offset, __global const T
   const long row = get_global_id(0);
   if (row >= rows) return;
   __global const T_T* x = in + in_offset + row * n;
+  __global T_T* y = out + out_offset + row * n;
   ACC m = range_max(x, 0, n);
   const int zero = SAFE_ROW(mode, m);
   if (zero) m = 0;
+  if (ONE_EXP(mode)) {
+    const ACC s = range_exp_store(y, x, 0, n, m);
+    range_scale(y, 0, n, zero ? (ACC)0 : (ACC)1 / s);
+    return;
+  }
   const ACC s = range_sum_exp(x, 0, n, m);
-  range_write(out + out_offset + row * n, x, 0, n, m, zero ? (ACC)0 : (ACC)1 / s, log(s), mode == 1);
+  range_write(y, x, 0, n, m, zero ? (ACC)0 : (ACC)1 / s, log(s), mode == 1);
 }
 
 __kernel void softmax_backward_rows(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out,
@@ -184,11 +219,17 @@ __kernel void softmax_rows_group(__global T_T* out, ulong out_offset, __global c
   const long row = get_group_id(0);
   __global const T_T* x = in + in_offset + row * n;
   SLICE(n);
+  __global T_T* y = out + out_offset + row * n;
   ACC m = group_combine(scratch, range_max(x, b, e), 1);
   const int zero = SAFE_ROW(mode, m);
   if (zero) m = 0;
+  if (ONE_EXP(mode)) {
+    const ACC s = group_combine(scratch, range_exp_store(y, x, b, e, m), 0);
+    range_scale(y, b, e, zero ? (ACC)0 : (ACC)1 / s);
+    return;
+  }
   const ACC s = group_combine(scratch, range_sum_exp(x, b, e, m), 0);
-  range_write(out + out_offset + row * n, x, b, e, m, zero ? (ACC)0 : (ACC)1 / s, log(s), mode == 1);
+  range_write(y, x, b, e, m, zero ? (ACC)0 : (ACC)1 / s, log(s), mode == 1);
 }
 
 __kernel void softmax_backward_rows_group(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out,
