@@ -1,5 +1,7 @@
 // native_layer_norm, native_group_norm, native_batch_norm and their backwards.
-// Layer and group norm normalize contiguous rows (one work-group per row); batch
+// Layer and group norm normalize contiguous rows: layer norm over many rows one
+// work-item per row (16-element vectors), its weight/bias gradients from partial sums
+// over chunks of rows; otherwise one work-group per row. Batch
 // norm reduces per channel of a contiguous (N, C, S) view. Kernels in
 // kernels_cl/normalization.cl; statistics are accumulated in float (double for float64).
 #include <ATen/ATen.h>
@@ -7,12 +9,15 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <array>
 #include <tuple>
+#include <utility>
 
 #include "aten/dtype_fallback.h"
 #include "aten/kernel_program.h"
 #include "aten/opencl_tensor.h"
+#include "runtime/device.h"
 
 namespace torch_opencl {
 namespace {
@@ -51,9 +56,31 @@ void set_acc_arg(cl_kernel k, cl_uint index, const Tensor& like, double v) {
 
 // ---- rows: layer norm and group norm ----
 
+// Whether layer norm's M rows take the one-item-per-row kernels: enough rows for every compute unit.
+bool many_rows(const Tensor& x, int64_t rows) {
+  return rows >= 8 * std::max<int64_t>(1, tocl::device_info(device_index(x)).compute_units);
+}
+
+// Launch size for one item per row (or block of columns): groups of up to 64, about 4 per compute unit at least.
+std::pair<size_t, size_t> item_per_row(const Tensor& x, int64_t rows) {
+  const int64_t units = std::max<int64_t>(1, tocl::device_info(device_index(x)).compute_units);
+  int64_t local = 64;
+  while (local > 1 && local * 4 * units > rows) local /= 2;
+  return {static_cast<size_t>((rows + local - 1) / local * local), static_cast<size_t>(local)};
+}
+
 void rows_forward(const Tensor& x, const Tensor& w, const Tensor& b, int64_t rows, int64_t n, int64_t groups,
                   int64_t inner_div, double eps, const Tensor& out, const Tensor& mean, const Tensor& rstd) {
   if (rows == 0) return;
+  if (groups == 1 && inner_div == 1 && many_rows(x, rows)) {  // layer norm
+    cl_kernel k = dtype_kernel(x, "normalization.cl", "layer_norm_rows_forward");
+    tocl::set_args(k, buffer_arg(out), buffer_arg(mean), buffer_arg(rstd), arg_or(x, mean), arg_or(w, mean),
+                   arg_or(b, mean), I(w.defined()), I(b.defined()), L(n), L(rows));
+    set_acc_arg(k, 16, x, eps);
+    const auto [global, local] = item_per_row(x, rows);
+    tocl::enqueue_1d(device_index(x), current_stream_of(x), k, global, local);
+    return;
+  }
   cl_kernel k = dtype_kernel(x, "normalization.cl", "norm_rows_forward");
   tocl::set_args(k, buffer_arg(out), buffer_arg(mean), buffer_arg(rstd), arg_or(x, mean), arg_or(w, mean),
                  arg_or(b, mean), I(w.defined()), I(b.defined()), L(n), L(groups), L(inner_div));
@@ -74,13 +101,37 @@ Tensor3 rows_backward(const Tensor& grad_out, const Tensor& x, const Tensor& mea
   if (mask[2]) db = at::zeros(param_shape, x.options());
   const int device = device_index(x);
   const int stream = current_stream_of(x);
-  if (mask[0] && rows * n > 0) {
+  const bool layer = groups == 1 && inner_div == 1;
+  if (mask[0] && rows * n > 0 && layer && many_rows(x, rows)) {
+    cl_kernel k = dtype_kernel(x, "normalization.cl", "layer_norm_rows_backward");
+    tocl::set_args(k, buffer_arg(dx), buffer_arg(go), buffer_arg(x), buffer_arg(m), buffer_arg(r), arg_or(w, x),
+                   I(w.defined()), L(n), L(rows));
+    const auto [global, local] = item_per_row(x, rows);
+    tocl::enqueue_1d(device, stream, k, global, local);
+  } else if (mask[0] && rows * n > 0) {
     cl_kernel k = dtype_kernel(x, "normalization.cl", "norm_rows_backward");
     tocl::set_args(k, buffer_arg(dx), buffer_arg(go), buffer_arg(x), buffer_arg(m), buffer_arg(r), arg_or(w, x),
                    I(w.defined()), L(n), L(groups), L(inner_div));
     tocl::enqueue_1d(device, stream, k, rows * kRowGroup, kRowGroup);
   }
-  if ((mask[1] || mask[2]) && params > 0 && rows * n > 0) {
+  if ((mask[1] || mask[2]) && params > 0 && rows * n > 0 && layer) {
+    const auto& any = mask[1] ? dw : db;
+    // Chunks of rows summed into partials (at least 16 rows each, about 8 chunks per compute unit).
+    const int64_t units = std::max<int64_t>(1, tocl::device_info(device).compute_units);
+    const int64_t chunk = std::max<int64_t>(16, (rows + 8 * units - 1) / (8 * units));
+    const int64_t nchunks = (rows + chunk - 1) / chunk;
+    const auto acc = x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+    auto partial = at::empty({nchunks * 2 * n}, x.options().dtype(acc));
+    cl_kernel k = dtype_kernel(x, "normalization.cl", "layer_norm_param_partials");
+    tocl::set_args(k, buffer_arg(partial), buffer_arg(go), buffer_arg(x), buffer_arg(m), buffer_arg(r), L(rows), L(n),
+                   L(chunk));
+    tocl::enqueue_1d(device, stream, k, nchunks, 1);
+    cl_kernel k2 = dtype_kernel(x, "normalization.cl", "layer_norm_param_finish");
+    tocl::set_args(k2, arg_or(dw, any), arg_or(db, any), I(mask[1]), I(mask[2]), buffer_arg(partial), L(n),
+                   L(nchunks));
+    const auto [global, local] = item_per_row(x, (n + 15) / 16);
+    tocl::enqueue_1d(device, stream, k2, global, local);
+  } else if ((mask[1] || mask[2]) && params > 0 && rows * n > 0) {
     const auto& any = mask[1] ? dw : db;
     cl_kernel k = dtype_kernel(x, "normalization.cl", "norm_rows_param_backward");
     tocl::set_args(k, arg_or(dw, any), arg_or(db, any), I(mask[1]), I(mask[2]), buffer_arg(go), buffer_arg(x),

@@ -212,3 +212,165 @@ __kernel void bn_backward_apply(__global T_T* grad_in, ulong gi_offset, __global
   }
   STORE_T(grad_in, gi_offset + i, g * invstd * w);
 }
+
+// ---- layer norm, many rows: one work-item per row in 16-element vectors ----
+// (PoCL vectorises these itself: vload16 where the storage type is ACC, the last partial
+// block masked). The global size is `rows` rounded up to the group; items past the end return.
+
+#define PASTE_(a, b) a##b
+#define PASTE(a, b) PASTE_(a, b)
+#define ACC16 PASTE(ACC, 16)
+#define ACC8 PASTE(ACC, 8)
+#define ACC4 PASTE(ACC, 4)
+#define ACC2 PASTE(ACC, 2)
+// 16 elements p[i .. i + 15], indices clamped to `last`; vload16 when the storage type is ACC.
+#define G(p, i, k, last) (ACC) LOAD_T(p, min((i) + k, (last)))
+#define LOAD16_CLAMPED(p, i, last)                                                                          \
+  ((ACC16)(G(p, i, 0, last), G(p, i, 1, last), G(p, i, 2, last), G(p, i, 3, last), G(p, i, 4, last),         \
+           G(p, i, 5, last), G(p, i, 6, last), G(p, i, 7, last), G(p, i, 8, last), G(p, i, 9, last),         \
+           G(p, i, 10, last), G(p, i, 11, last), G(p, i, 12, last), G(p, i, 13, last), G(p, i, 14, last),    \
+           G(p, i, 15, last)))
+#define LOAD16(p, i) \
+  (sizeof(T_T) == sizeof(ACC) ? vload16(0, (__global const ACC*)(p) + (i)) : LOAD16_CLAMPED(p, i, (i) + 15))
+// Block j of a row of n: whole (LOAD16) or the masked last one (lanes past the end are 0).
+#define BLOCK(p, j, n) ((j) + 16 <= (n) ? LOAD16(p, j) : keep_lanes(LOAD16_CLAMPED(p, j, (n) - 1), (n) - (j)))
+
+inline ACC16 keep_lanes(ACC16 v, long n) {
+  const ACC16 lane = (ACC16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  return select((ACC16)0, v, lane < (ACC16)(ACC)n);
+}
+
+inline ACC sum16(ACC16 a) {
+  const ACC8 b = a.lo + a.hi;
+  const ACC4 c = b.lo + b.hi;
+  const ACC2 d = c.lo + c.hi;
+  return d.x + d.y;
+}
+
+// Stores the first n (1..16) lanes of v at p[i ..].
+inline void store16(__global T_T* p, long i, ACC16 v, long n) {
+  const int whole = n >= 16, same = sizeof(T_T) == sizeof(ACC);
+  if (whole & same) {
+    vstore16(v, 0, (__global ACC*)p + i);
+    return;
+  }
+  ACC a[16];
+  vstore16(v, 0, a);
+  for (int k = 0; k < 16; ++k)
+    if (k < n) STORE_T(p, i + k, a[k]);
+}
+
+__kernel void layer_norm_rows_forward(__global T_T* out, ulong out_offset, __global T_T* mean_out, ulong mean_offset,
+                                      __global T_T* rstd_out, ulong rstd_offset, __global const T_T* in,
+                                      ulong in_offset, __global const T_T* weight, ulong w_offset,
+                                      __global const T_T* bias, ulong b_offset, int has_weight, int has_bias, long n,
+                                      long rows, ACC eps) {
+  const long row = get_global_id(0);
+  if (row >= rows) return;
+  __global const T_T* x = in + in_offset + row * n;
+  __global const T_T* w = weight + w_offset;
+  __global const T_T* b = bias + b_offset;
+  ACC16 s = 0;
+  for (long j = 0; j < n; j += 16) s += BLOCK(x, j, n);
+  const ACC mean = sum16(s) / (ACC)n;
+  ACC16 q = 0;
+  for (long j = 0; j < n; j += 16) {
+    const ACC16 d = keep_lanes(BLOCK(x, j, n) - mean, n - j);
+    q += d * d;
+  }
+  const ACC rstd = (ACC)1 / sqrt(sum16(q) / (ACC)n + eps);
+  STORE_T(mean_out, mean_offset + row, mean);
+  STORE_T(rstd_out, rstd_offset + row, rstd);
+  __global T_T* y = out + out_offset + row * n;
+  for (long j = 0; j < n; j += 16) {
+    ACC16 v = (BLOCK(x, j, n) - mean) * rstd;
+    if (has_weight) v *= BLOCK(w, j, n);
+    if (has_bias) v += BLOCK(b, j, n);
+    store16(y, j, v, n - j);
+  }
+}
+
+// dx = rstd * (a - mean(a) - xhat * mean(a * xhat)), a = grad * weight.
+__kernel void layer_norm_rows_backward(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out,
+                                       ulong go_offset, __global const T_T* in, ulong in_offset,
+                                       __global const T_T* mean, ulong mean_offset, __global const T_T* rstd,
+                                       ulong rstd_offset, __global const T_T* weight, ulong w_offset, int has_weight,
+                                       long n, long rows) {
+  const long row = get_global_id(0);
+  if (row >= rows) return;
+  __global const T_T* x = in + in_offset + row * n;
+  __global const T_T* g = grad_out + go_offset + row * n;
+  __global const T_T* w = weight + w_offset;
+  const ACC m = LOAD_T(mean, mean_offset + row), r = LOAD_T(rstd, rstd_offset + row);
+  ACC16 sa = 0, sax = 0;
+  for (long j = 0; j < n; j += 16) {
+    ACC16 a = BLOCK(g, j, n);
+    if (has_weight) a *= BLOCK(w, j, n);
+    sa += a;
+    sax += a * (BLOCK(x, j, n) - m);  // a is 0 in masked lanes
+  }
+  const ACC mean_a = sum16(sa) / (ACC)n;
+  const ACC mean_ax = sum16(sax) * r / (ACC)n;
+  __global T_T* dx = grad_in + gi_offset + row * n;
+  for (long j = 0; j < n; j += 16) {
+    ACC16 a = BLOCK(g, j, n);
+    if (has_weight) a *= BLOCK(w, j, n);
+    const ACC16 xhat = (BLOCK(x, j, n) - m) * r;
+    store16(dx, j, r * (a - mean_a - xhat * mean_ax), n - j);
+  }
+}
+
+// dweight[j] = sum over rows of grad * xhat, dbias[j] = sum of grad, in two passes that read
+// the rows in order (walking columns across rows would miss the cache on every row):
+// layer_norm_param_partials: work-item c sums rows [c * chunk, (c + 1) * chunk) into
+//   partial[c * 2n + j] (weight) and partial[c * 2n + n + j] (bias), row by row in vectors.
+// layer_norm_param_finish: one work-item per block of 16 columns adds the nchunks partials.
+__kernel void layer_norm_param_partials(__global ACC* partial, ulong partial_offset, __global const T_T* grad_out,
+                                        ulong go_offset, __global const T_T* in, ulong in_offset,
+                                        __global const T_T* mean, ulong mean_offset, __global const T_T* rstd,
+                                        ulong rstd_offset, long rows, long n, long chunk) {
+  const long c = get_global_id(0);
+  __global ACC* pw = partial + partial_offset + c * 2 * n;
+  __global ACC* pb = pw + n;
+  for (long j = 0; j < n; ++j) pw[j] = pb[j] = 0;
+  const long r1 = min(rows, (c + 1) * chunk);
+  for (long r = c * chunk; r < r1; ++r) {
+    __global const T_T* g = grad_out + go_offset + r * n;
+    __global const T_T* x = in + in_offset + r * n;
+    const ACC m = LOAD_T(mean, mean_offset + r), rs = LOAD_T(rstd, rstd_offset + r);
+    long j = 0;
+    for (; j + 16 <= n; j += 16) {
+      const ACC16 gv = LOAD16(g, j);
+      vstore16(vload16(0, pb + j) + gv, 0, pb + j);
+      vstore16(vload16(0, pw + j) + gv * (LOAD16(x, j) - m) * rs, 0, pw + j);
+    }
+    for (; j < n; ++j) {
+      const ACC gv = LOAD_T(g, j);
+      pb[j] += gv;
+      pw[j] += gv * ((ACC)LOAD_T(x, j) - m) * rs;
+    }
+  }
+}
+
+// p[j .. j + 15] of an ACC array of n, lanes past the end 0.
+inline ACC16 acc_block(__global const ACC* p, long j, long n) {
+  if (j + 16 <= n) return vload16(0, p + j);
+  ACC a[16];
+  for (int k = 0; k < 16; ++k) a[k] = j + k < n ? p[j + k] : (ACC)0;
+  return vload16(0, a);
+}
+
+__kernel void layer_norm_param_finish(__global T_T* dweight, ulong dw_offset, __global T_T* dbias, ulong db_offset,
+                                      int want_weight, int want_bias, __global const ACC* partial,
+                                      ulong partial_offset, long n, long nchunks) {
+  const long j = get_global_id(0) * 16;
+  if (j >= n) return;
+  __global const ACC* p = partial + partial_offset;
+  ACC16 sw = 0, sb = 0;
+  for (long c = 0; c < nchunks; ++c) {
+    sw += acc_block(p + c * 2 * n, j, n);
+    sb += acc_block(p + c * 2 * n + n, j, n);
+  }
+  if (want_weight) store16(dweight + dw_offset, j, sw, n - j);
+  if (want_bias) store16(dbias + db_offset, j, sb, n - j);
+}

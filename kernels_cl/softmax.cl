@@ -1,79 +1,308 @@
-// Softmax and log-softmax over one dimension, forward and backward. The tensor
-// is viewed as (outer, dim, inner), contiguous; a row is the `dim` elements at
-// one (outer, inner) pair, stride `inner`. One work-group of WG items per row;
-// reductions go through local memory in ACC (float for float/half/bfloat16).
+// Softmax and log-softmax over one dimension, forward and backward. The tensor is
+// viewed as (outer, dim, inner), contiguous; a row is the `dim` elements at one
+// (outer, inner) pair, stride `inner`. Math in ACC (float for float/half/bfloat16).
+//
+// Three ways to launch, chosen by the host (aten/softmax.cpp) for PoCL's CPU vectoriser:
+//   *_rows        inner == 1: one work-item per row, walking it 16 elements at a time in
+//                 ACC16 vectors (vload16 for float/double), the last partial block masked.
+//   *_rows_group  inner == 1 and few rows: one work-group per row, each work-item a
+//                 contiguous slice of it (16-element blocks), combined through local memory.
+//   *_columns     inner > 1: one work-item per row, adjacent items on adjacent columns (so
+//                 adjacent addresses); a barrier every 4 elements keeps the group in
+//                 lock-step, which makes PoCL vectorise across the work-items.
+// Rows with a NaN give NaN, as on CPU; so do rows of -inf only (exp(-inf - -inf)), except in
+// _safe_softmax, whose rows of -inf only give 0.
+//
+// The forward kernels' `mode`: 0 softmax, 1 log_softmax, 2 safe softmax.
 
-inline ACC group_max(__local ACC* scratch, ACC v) {
-  const int l = get_local_id(0);
-  scratch[l] = v;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int s = WG / 2; s > 0; s >>= 1) {
-    if (l < s) scratch[l] = fmax(scratch[l], scratch[l + s]);
-    barrier(CLK_LOCAL_MEM_FENCE);
+#define PASTE_(a, b) a##b
+#define PASTE(a, b) PASTE_(a, b)
+#define ACC16 PASTE(ACC, 16)
+#define ACC8 PASTE(ACC, 8)
+#define ACC4 PASTE(ACC, 4)
+#define ACC2 PASTE(ACC, 2)
+
+// The larger of a and b, NaN if either is: scalars, and vectors (a select, so it vectorises).
+#define MAX_NAN(a, b) ((ACC_ISNAN(a) | ((a) > (b))) ? (a) : (b))
+#define MAX_NAN_V(a, b) select((b), (a), isnan(a) | ((a) > (b)))
+
+// 16 elements p[i .. i + 15] as an ACC16; last: the row's last index, for the clamped form.
+// vload16 where the storage type is ACC (the other branch folds away).
+#define G(p, i, k, last) (ACC) LOAD_T(p, min((i) + k, (last)))
+#define LOAD16_CLAMPED(p, i, last)                                                                          \
+  ((ACC16)(G(p, i, 0, last), G(p, i, 1, last), G(p, i, 2, last), G(p, i, 3, last), G(p, i, 4, last),         \
+           G(p, i, 5, last), G(p, i, 6, last), G(p, i, 7, last), G(p, i, 8, last), G(p, i, 9, last),         \
+           G(p, i, 10, last), G(p, i, 11, last), G(p, i, 12, last), G(p, i, 13, last), G(p, i, 14, last),    \
+           G(p, i, 15, last)))
+#define LOAD16(p, i) \
+  (sizeof(T_T) == sizeof(ACC) ? vload16(0, (__global const ACC*)(p) + (i)) : LOAD16_CLAMPED(p, i, (i) + 15))
+
+// Stores the first n (1..16) lanes of v at p[i ..].
+inline void store16(__global T_T* p, long i, ACC16 v, long n) {
+  const int whole = n >= 16, same = sizeof(T_T) == sizeof(ACC);
+  if (whole & same) {
+    vstore16(v, 0, (__global ACC*)p + i);
+    return;
   }
-  const ACC r = scratch[0];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  return r;
+  ACC a[16];
+  vstore16(v, 0, a);
+  for (int k = 0; k < 16; ++k)
+    if (k < n) STORE_T(p, i + k, a[k]);
 }
 
-inline ACC group_sum(__local ACC* scratch, ACC v) {
-  const int l = get_local_id(0);
-  scratch[l] = v;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int s = WG / 2; s > 0; s >>= 1) {
-    if (l < s) scratch[l] += scratch[l + s];
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  const ACC r = scratch[0];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  return r;
+inline ACC16 lane_mask_keep(ACC16 v, ACC16 fill, long n) {
+  const ACC16 lane = (ACC16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  return select(fill, v, lane < (ACC16)(ACC)n);
 }
 
-// A max that lets NaN through, as CPU's softmax does.
-inline ACC nan_max(ACC a, ACC b) { return (ACC_ISNAN(a) || a > b) ? a : b; }
+inline ACC max16(ACC16 a) {
+  const ACC8 b = MAX_NAN_V(a.lo, a.hi);
+  const ACC4 c = MAX_NAN_V(b.lo, b.hi);
+  const ACC2 d = MAX_NAN_V(c.lo, c.hi);
+  return MAX_NAN(d.x, d.y);
+}
 
-__kernel void softmax_forward(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset,
-                              long dim, long inner, int log_softmax) {
-  __local ACC scratch[WG];
-  const long row = get_group_id(0);
-  const int l = get_local_id(0);
-  const long base = (row / inner) * dim * inner + row % inner;
-  const long ib = (long)in_offset + base, ob = (long)out_offset + base;
-  ACC m = ACC_LOWEST;
-  for (long j = l; j < dim; j += WG) m = nan_max(m, LOAD_T(in, ib + j * inner));
-  // fmax in group_max drops NaN: carry NaN separately.
-  const ACC has_nan = group_sum(scratch, ACC_ISNAN(m) ? (ACC)1 : (ACC)0);
-  m = group_max(scratch, m);
-  if (has_nan > 0) m = NAN;
-  ACC s = 0;
-  for (long j = l; j < dim; j += WG) s += exp(LOAD_T(in, ib + j * inner) - m);
-  s = group_sum(scratch, s);
+inline ACC sum16(ACC16 a) {
+  const ACC8 b = a.lo + a.hi;
+  const ACC4 c = b.lo + b.hi;
+  const ACC2 d = c.lo + c.hi;
+  return d.x + d.y;
+}
+
+// ---- contiguous ranges [b, e) of a row, 16 elements at a time ----
+
+inline ACC range_max(__global const T_T* x, long b, long e) {
+  ACC16 a = (ACC16)(ACC_LOWEST);
+  long j = b;
+  for (; j + 16 <= e; j += 16) a = MAX_NAN_V(LOAD16(x, j), a);
+  if (j < e) a = MAX_NAN_V(lane_mask_keep(LOAD16_CLAMPED(x, j, e - 1), (ACC16)(ACC_LOWEST), e - j), a);
+  return max16(a);
+}
+
+inline ACC range_sum_exp(__global const T_T* x, long b, long e, ACC m) {
+  ACC16 s = 0;
+  long j = b;
+  for (; j + 16 <= e; j += 16) s += exp(LOAD16(x, j) - m);
+  if (j < e) s += lane_mask_keep(exp(LOAD16_CLAMPED(x, j, e - 1) - m), (ACC16)0, e - j);
+  return sum16(s);
+}
+
+// softmax: exp(x - m) * scale (scale = 1 / sum); log-softmax: x - m - shift (shift = log(sum)).
+// The branches are whole loops: a select per element would compute exp for log-softmax too.
+inline void range_write(__global T_T* y, __global const T_T* x, long b, long e, ACC m, ACC scale, ACC shift,
+                        int log_softmax) {
+  long j = b;
   if (log_softmax) {
-    const ACC ls = log(s);
-    for (long j = l; j < dim; j += WG) STORE_T(out, ob + j * inner, LOAD_T(in, ib + j * inner) - m - ls);
+    for (; j + 16 <= e; j += 16) store16(y, j, LOAD16(x, j) - m - shift, 16);
+    if (j < e) store16(y, j, LOAD16_CLAMPED(x, j, e - 1) - m - shift, e - j);
   } else {
-    for (long j = l; j < dim; j += WG) STORE_T(out, ob + j * inner, exp(LOAD_T(in, ib + j * inner) - m) / s);
+    for (; j + 16 <= e; j += 16) store16(y, j, exp(LOAD16(x, j) - m) * scale, 16);
+    if (j < e) store16(y, j, exp(LOAD16_CLAMPED(x, j, e - 1) - m) * scale, e - j);
   }
 }
 
-// softmax:     grad_in = y * (g - sum(g * y))
-// log_softmax: grad_in = g - exp(y) * sum(g)
-__kernel void softmax_backward(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out, ulong go_offset,
-                               __global const T_T* y, ulong y_offset, long dim, long inner, int log_softmax) {
+// Softmax where the storage type is ACC (float, double): y = exp(x - m) stored while summing, then
+// scaled in place (range_scale), so exp runs once per element. Returns the sum.
+inline ACC range_exp_store(__global T_T* y, __global const T_T* x, long b, long e, ACC m) {
+  ACC16 s = 0;
+  long j = b;
+  for (; j + 16 <= e; j += 16) {
+    const ACC16 v = exp(LOAD16(x, j) - m);
+    s += v;
+    store16(y, j, v, 16);
+  }
+  if (j < e) {
+    const ACC16 v = lane_mask_keep(exp(LOAD16_CLAMPED(x, j, e - 1) - m), (ACC16)0, e - j);
+    s += v;
+    store16(y, j, v, e - j);
+  }
+  return sum16(s);
+}
+
+inline void range_scale(__global T_T* y, long b, long e, ACC scale) {
+  long j = b;
+  for (; j + 16 <= e; j += 16) store16(y, j, LOAD16(y, j) * scale, 16);
+  if (j < e) store16(y, j, LOAD16_CLAMPED(y, j, e - 1) * scale, e - j);
+}
+
+// Whether the forward runs exp once (range_exp_store): not for log_softmax, nor for half/bfloat16
+// storage, whose rounded exp would be rounded again when scaled.
+#define ONE_EXP(mode) ((mode) != 1 && sizeof(T_T) == sizeof(ACC))
+
+// softmax: sum(g * y); log-softmax: sum(g).
+inline ACC range_dot(__global const T_T* g, __global const T_T* y, long b, long e, int log_softmax) {
+  ACC16 s = 0;
+  long j = b;
+  if (log_softmax) {
+    for (; j + 16 <= e; j += 16) s += LOAD16(g, j);
+    if (j < e) s += lane_mask_keep(LOAD16_CLAMPED(g, j, e - 1), (ACC16)0, e - j);
+  } else {
+    for (; j + 16 <= e; j += 16) s += LOAD16(g, j) * LOAD16(y, j);
+    if (j < e) s += lane_mask_keep(LOAD16_CLAMPED(g, j, e - 1) * LOAD16_CLAMPED(y, j, e - 1), (ACC16)0, e - j);
+  }
+  return sum16(s);
+}
+
+// softmax: grad_in = y * (g - s); log-softmax: grad_in = g - exp(y) * s.
+inline void range_backward(__global T_T* gi, __global const T_T* g, __global const T_T* y, long b, long e, ACC s,
+                           int log_softmax) {
+  long j = b;
+  if (log_softmax) {
+    for (; j + 16 <= e; j += 16) store16(gi, j, LOAD16(g, j) - exp(LOAD16(y, j)) * s, 16);
+    if (j < e) store16(gi, j, LOAD16_CLAMPED(g, j, e - 1) - exp(LOAD16_CLAMPED(y, j, e - 1)) * s, e - j);
+  } else {
+    for (; j + 16 <= e; j += 16) store16(gi, j, LOAD16(y, j) * (LOAD16(g, j) - s), 16);
+    if (j < e) store16(gi, j, LOAD16_CLAMPED(y, j, e - 1) * (LOAD16_CLAMPED(g, j, e - 1) - s), e - j);
+  }
+}
+
+// ---- inner == 1, one work-item per row ----
+// The global size is `rows` rounded up to the group size; items past the end store nothing.
+
+// A safe softmax row of -inf only (its max is -inf) is written as exp(x - 0) * 0 = 0.
+#define SAFE_ROW(mode, m) ((mode) == 2 && (m) == -INFINITY)
+
+// All forms take (buffers..., dim, inner, rows, mode or log_softmax); *_rows* ignore inner (1).
+__kernel void softmax_rows(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset, long n,
+                           long inner, long rows, int mode) {
+  const long row = get_global_id(0);
+  if (row >= rows) return;
+  __global const T_T* x = in + in_offset + row * n;
+  __global T_T* y = out + out_offset + row * n;
+  ACC m = range_max(x, 0, n);
+  const int zero = SAFE_ROW(mode, m);
+  if (zero) m = 0;
+  if (ONE_EXP(mode)) {
+    const ACC s = range_exp_store(y, x, 0, n, m);
+    range_scale(y, 0, n, zero ? (ACC)0 : (ACC)1 / s);
+    return;
+  }
+  const ACC s = range_sum_exp(x, 0, n, m);
+  range_write(y, x, 0, n, m, zero ? (ACC)0 : (ACC)1 / s, log(s), mode == 1);
+}
+
+__kernel void softmax_backward_rows(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out,
+                                    ulong go_offset, __global const T_T* y, ulong y_offset, long n, long inner,
+                                    long rows, int log_softmax) {
+  const long row = get_global_id(0);
+  if (row >= rows) return;
+  const long base = row * n;
+  const ACC s = range_dot(grad_out + go_offset + base, y + y_offset + base, 0, n, log_softmax);
+  range_backward(grad_in + gi_offset + base, grad_out + go_offset + base, y + y_offset + base, 0, n, s,
+                 log_softmax);
+}
+
+// ---- inner == 1, one work-group (WG items) per row ----
+
+inline ACC group_combine(__local ACC* scratch, ACC v, int is_max) {
+  const int l = get_local_id(0);
+  scratch[l] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = WG / 2; s > 0; s >>= 1) {
+    if (l < s) scratch[l] = is_max ? MAX_NAN(scratch[l], scratch[l + s]) : scratch[l] + scratch[l + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const ACC r = scratch[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+
+// Work-item l's slice [b, e) of a row of n: 16-element multiples, so the blocks stay whole.
+#define SLICE(n)                                                      \
+  const long per = (((n) + WG - 1) / WG + 15) / 16 * 16;              \
+  const long b = min((n), (long)get_local_id(0) * per);               \
+  const long e = min((n), b + per)
+
+__kernel void softmax_rows_group(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset,
+                                 long n, long inner, long rows, int mode) {
   __local ACC scratch[WG];
   const long row = get_group_id(0);
-  const int l = get_local_id(0);
-  const long base = (row / inner) * dim * inner + row % inner;
-  ACC s = 0;
-  for (long j = l; j < dim; j += WG) {
-    const long i = base + j * inner;
-    const ACC g = LOAD_T(grad_out, go_offset + i);
-    s += log_softmax ? g : g * LOAD_T(y, y_offset + i);
+  __global const T_T* x = in + in_offset + row * n;
+  SLICE(n);
+  __global T_T* y = out + out_offset + row * n;
+  ACC m = group_combine(scratch, range_max(x, b, e), 1);
+  const int zero = SAFE_ROW(mode, m);
+  if (zero) m = 0;
+  if (ONE_EXP(mode)) {
+    const ACC s = group_combine(scratch, range_exp_store(y, x, b, e, m), 0);
+    range_scale(y, b, e, zero ? (ACC)0 : (ACC)1 / s);
+    return;
   }
-  s = group_sum(scratch, s);
-  for (long j = l; j < dim; j += WG) {
-    const long i = base + j * inner;
-    const ACC g = LOAD_T(grad_out, go_offset + i), v = LOAD_T(y, y_offset + i);
-    STORE_T(grad_in, gi_offset + i, log_softmax ? g - exp(v) * s : v * (g - s));
+  const ACC s = group_combine(scratch, range_sum_exp(x, b, e, m), 0);
+  range_write(y, x, b, e, m, zero ? (ACC)0 : (ACC)1 / s, log(s), mode == 1);
+}
+
+__kernel void softmax_backward_rows_group(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out,
+                                          ulong go_offset, __global const T_T* y, ulong y_offset, long n,
+                                          long inner, long rows, int log_softmax) {
+  __local ACC scratch[WG];
+  const long base = get_group_id(0) * n;
+  SLICE(n);
+  const ACC dot = range_dot(grad_out + go_offset + base, y + y_offset + base, b, e, log_softmax);
+  const ACC s = group_combine(scratch, dot, 0);
+  range_backward(grad_in + gi_offset + base, grad_out + go_offset + base, y + y_offset + base, b, e, s,
+                 log_softmax);
+}
+
+// ---- inner > 1, one work-item per row, adjacent items on adjacent columns ----
+// Items past the last row repeat it and store nothing: no early return before a barrier.
+
+__kernel void softmax_columns(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset,
+                              long dim, long inner, long rows, int mode) {
+  const long item = get_global_id(0);
+  const long row = min(item, rows - 1);
+  const long base = (row / inner) * dim * inner + row % inner;
+  __global const T_T* x0 = in + in_offset + base;
+  __global const T_T* x = x0;
+  ACC m = ACC_LOWEST;
+  long j = 0;
+  for (; j + 4 <= dim; j += 4, x += 4 * inner) {
+    const ACC a = MAX_NAN((ACC)LOAD_T(x, 0), (ACC)LOAD_T(x, inner));
+    const ACC c = MAX_NAN((ACC)LOAD_T(x, 2 * inner), (ACC)LOAD_T(x, 3 * inner));
+    m = MAX_NAN(m, MAX_NAN(a, c));
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  for (; j < dim; ++j, x += inner) m = MAX_NAN(m, (ACC)LOAD_T(x, 0));
+  const int zero = SAFE_ROW(mode, m);
+  if (zero) m = 0;
+  ACC s = 0;
+  x = x0;
+  for (j = 0; j + 4 <= dim; j += 4, x += 4 * inner) {
+    s += (exp((ACC)LOAD_T(x, 0) - m) + exp((ACC)LOAD_T(x, inner) - m)) +
+         (exp((ACC)LOAD_T(x, 2 * inner) - m) + exp((ACC)LOAD_T(x, 3 * inner) - m));
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  for (; j < dim; ++j, x += inner) s += exp((ACC)LOAD_T(x, 0) - m);
+  const ACC scale = zero ? (ACC)0 : (ACC)1 / s, shift = log(s);
+  const int live = item < rows, log_softmax = mode == 1;
+  __global T_T* y = out + out_offset + base;
+  x = x0;
+  for (j = 0; j < dim; ++j, x += inner, y += inner) {
+    const ACC d = (ACC)LOAD_T(x, 0) - m;
+    if (live) STORE_T(y, 0, log_softmax ? d - shift : exp(d) * scale);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+__kernel void softmax_backward_columns(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out,
+                                       ulong go_offset, __global const T_T* y, ulong y_offset, long dim, long inner,
+                                       long rows, int log_softmax) {
+  const long item = get_global_id(0);
+  const long row = min(item, rows - 1);
+  const long base = (row / inner) * dim * inner + row % inner;
+  __global const T_T* g = grad_out + go_offset + base;
+  __global const T_T* v = y + y_offset + base;
+  ACC s = 0;
+  for (long j = 0, i = 0; j < dim; ++j, i += inner) {
+    const ACC gj = LOAD_T(g, i);
+    s += log_softmax ? gj : gj * (ACC)LOAD_T(v, i);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const int live = item < rows;
+  __global T_T* gi = grad_in + gi_offset + base;
+  for (long j = 0, i = 0; j < dim; ++j, i += inner) {
+    const ACC gj = LOAD_T(g, i), yj = LOAD_T(v, i);
+    if (live) STORE_T(gi, i, log_softmax ? gj - exp(yj) * s : yj * (gj - s));
+    barrier(CLK_LOCAL_MEM_FENCE);
   }
 }
