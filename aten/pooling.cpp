@@ -8,6 +8,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <tuple>
 
 #include "aten/dtype_fallback.h"
@@ -61,17 +62,54 @@ void launch(const Tensor& like, const char* name, int64_t total, cl_kernel k) {
 
 // ---- max_pool2d_with_indices ----
 
+struct MaxPool {  // as in kernels_cl/pooling.cl: 32-bit sizes and the reciprocals its divisions use
+  cl_int kH, kW, dH, dW, padH, padW, dilH, dilW;
+  cl_int IH, IW, OH, OW;
+  cl_float inv_IW, inv_IH, inv_OW, inv_OH, inv_dH, inv_dW, inv_dilH, inv_dilW;
+};
+
+MaxPool max_pool_params(const Pool& p) {
+  TORCH_CHECK(p.IH * p.IW < (int64_t{1} << 30) && p.OH * p.OW < (int64_t{1} << 30),
+              "max_pool2d on opencl supports planes (H * W) of fewer than 2^30 elements, got ", p.IH, "x", p.IW);
+  auto i = [](int64_t v) { return static_cast<cl_int>(v); };
+  auto inv = [](int64_t v) { return 1.0f / static_cast<float>(v); };
+  return {i(p.kH), i(p.kW), i(p.dH), i(p.dW), i(p.padH), i(p.padW), i(p.dilH), i(p.dilW),
+          i(p.IH), i(p.IW), i(p.OH), i(p.OW),
+          inv(p.IW), inv(p.IH), inv(p.OW), inv(p.OH), inv(p.dH), inv(p.dW), inv(p.dilH), inv(p.dilW)};
+}
+
+// The kernels index within 32 bits: planes go in chunks of fewer than 2^30 elements (input and output),
+// each launch shifting the buffers' offsets. launch_chunk(first plane, planes).
+template <class F>
+void for_plane_chunks(int64_t planes, const Pool& p, F launch_chunk) {
+  const int64_t per_plane = std::max<int64_t>({p.IH * p.IW, p.OH * p.OW, 1});
+  const int64_t chunk = std::max<int64_t>(((int64_t{1} << 30) - 1) / per_plane, 1);
+  for (int64_t first = 0; first < planes; first += chunk) launch_chunk(first, std::min(chunk, planes - first));
+}
+
+tocl::BufferArg shifted(const Tensor& t, int64_t elements) {
+  auto b = buffer_arg(t);
+  b.offset += elements;
+  return b;
+}
+
 void max_pool_forward(const Tensor& self, IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding,
                       IntArrayRef dilation, const Tensor& out, const Tensor& indices) {
   if (out.numel() == 0) return;
   const c10::DeviceGuard guard(self.device());
   const auto in = self.contiguous();
   const Pool p = pool_params(kernel, stride, padding, dilation, in, out);
+  const MaxPool mp = max_pool_params(p);
   auto ind = indices.is_contiguous() ? indices : at::empty(indices.sizes(), indices.options());
   into(out, [&](const Tensor& o) {
-    cl_kernel k = dtype_kernel(in, "pooling.cl", "max_pool2d_forward");
-    tocl::set_args(k, buffer_arg(o), buffer_arg(ind), buffer_arg(in), static_cast<cl_long>(o.numel()), p);
-    launch(in, "max_pool2d_forward", o.numel(), k);
+    const char* name = p.kH <= 3 && p.kW <= 3 ? "max_pool2d_forward_3x3" : "max_pool2d_forward";
+    cl_kernel k = dtype_kernel(in, "pooling.cl", name);
+    for_plane_chunks(o.numel() / (p.OH * p.OW), p, [&](int64_t first, int64_t planes) {
+      const int64_t at = first * p.OH * p.OW, total = planes * p.OH * p.OW;
+      tocl::set_args(k, shifted(o, at), shifted(ind, at), shifted(in, first * p.IH * p.IW),
+                     static_cast<cl_int>(total), mp);
+      launch(in, name, total, k);
+    });
   });
   if (!ind.is_same(indices)) indices.copy_(ind);
 }
@@ -84,11 +122,33 @@ void max_pool_backward(const Tensor& grad_output, const Tensor& self, IntArrayRe
   const auto go = grad_output.contiguous();
   const auto ind = indices.contiguous();
   const Pool p = pool_params(kernel, stride, padding, dilation, self, go);
+  const MaxPool mp = max_pool_params(p);
+  // Windows that cannot overlap let each output element store its gradient (one writer per input element).
+  const bool disjoint = p.dH >= (p.kH - 1) * p.dilH + 1 && p.dW >= (p.kW - 1) * p.dilW + 1;
   into(grad_input, [&](const Tensor& gi) {
-    cl_kernel k = dtype_kernel(gi, "pooling.cl", "max_pool2d_backward");
-    tocl::set_args(k, buffer_arg(gi), buffer_arg(go.numel() ? go : gi), buffer_arg(ind.numel() ? ind : gi),
-                   static_cast<cl_long>(gi.numel()), p);
-    launch(gi, "max_pool2d_backward", gi.numel(), k);
+    const int64_t planes = gi.numel() / (p.IH * p.IW);
+    if (disjoint) {
+      gi.zero_();
+      if (go.numel() == 0) return;
+      cl_kernel k = dtype_kernel(gi, "pooling.cl", "max_pool2d_backward_scatter");
+      for_plane_chunks(planes, p, [&](int64_t first, int64_t n) {
+        const int64_t at = first * p.OH * p.OW, total = n * p.OH * p.OW;
+        tocl::set_args(k, shifted(gi, first * p.IH * p.IW), shifted(go, at), shifted(ind, at),
+                       static_cast<cl_int>(total), mp);
+        launch(gi, "max_pool2d_backward_scatter", total, k);
+      });
+      return;
+    }
+    // At most 3 windows per dimension hold a point: the unrolled kernel.
+    const bool few = (p.kH - 1) * p.dilH + 1 <= 3 * p.dH && (p.kW - 1) * p.dilW + 1 <= 3 * p.dW;
+    const char* name = few ? "max_pool2d_backward_3x3" : "max_pool2d_backward";
+    cl_kernel k = dtype_kernel(gi, "pooling.cl", name);
+    for_plane_chunks(planes, p, [&](int64_t first, int64_t n) {
+      const int64_t at = first * p.OH * p.OW, total = n * p.IH * p.IW;
+      tocl::set_args(k, shifted(gi, first * p.IH * p.IW), go.numel() ? shifted(go, at) : buffer_arg(gi),
+                     ind.numel() ? shifted(ind, at) : buffer_arg(gi), static_cast<cl_int>(total), mp);
+      launch(gi, name, total, k);
+    });
   });
 }
 
