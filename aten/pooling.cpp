@@ -15,6 +15,7 @@
 #include "aten/kernel_program.h"
 #include "aten/opencl_tensor.h"
 #include "aten/structured.h"
+#include "fallback/fallback.h"
 
 namespace torch_opencl {
 namespace {
@@ -68,9 +69,12 @@ struct MaxPool {  // as in kernels_cl/pooling.cl: 32-bit sizes and the reciproca
   cl_float inv_IW, inv_IH, inv_OW, inv_OH, inv_dH, inv_dW, inv_dilH, inv_dilW;
 };
 
+constexpr int64_t kChunk = int64_t{1} << 22;  // the kernels' index math is exact below this
+
+// Planes of kChunk elements or more run on the CPU (counted as a fallback).
+bool max_pool_fits(const Pool& p) { return p.IH * p.IW < kChunk && p.OH * p.OW < kChunk; }
+
 MaxPool max_pool_params(const Pool& p) {
-  TORCH_CHECK(p.IH * p.IW < (int64_t{1} << 30) && p.OH * p.OW < (int64_t{1} << 30),
-              "max_pool2d on opencl supports planes (H * W) of fewer than 2^30 elements, got ", p.IH, "x", p.IW);
   auto i = [](int64_t v) { return static_cast<cl_int>(v); };
   auto inv = [](int64_t v) { return 1.0f / static_cast<float>(v); };
   return {i(p.kH), i(p.kW), i(p.dH), i(p.dW), i(p.padH), i(p.padW), i(p.dilH), i(p.dilW),
@@ -78,12 +82,12 @@ MaxPool max_pool_params(const Pool& p) {
           inv(p.IW), inv(p.IH), inv(p.OW), inv(p.OH), inv(p.dH), inv(p.dW), inv(p.dilH), inv(p.dilW)};
 }
 
-// The kernels index within 32 bits: planes go in chunks of fewer than 2^30 elements (input and output),
-// each launch shifting the buffers' offsets. launch_chunk(first plane, planes).
+// The kernels' index math is exact below kChunk: planes go in chunks of fewer than kChunk elements (input and
+// output), each launch shifting the buffers' offsets. launch_chunk(first plane, planes).
 template <class F>
 void for_plane_chunks(int64_t planes, const Pool& p, F launch_chunk) {
   const int64_t per_plane = std::max<int64_t>({p.IH * p.IW, p.OH * p.OW, 1});
-  const int64_t chunk = std::max<int64_t>(((int64_t{1} << 30) - 1) / per_plane, 1);
+  const int64_t chunk = std::max<int64_t>((kChunk - 1) / per_plane, 1);
   for (int64_t first = 0; first < planes; first += chunk) launch_chunk(first, std::min(chunk, planes - first));
 }
 
@@ -94,11 +98,18 @@ tocl::BufferArg shifted(const Tensor& t, int64_t elements) {
 }
 
 void max_pool_forward(const Tensor& self, IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding,
-                      IntArrayRef dilation, const Tensor& out, const Tensor& indices) {
+                      IntArrayRef dilation, bool ceil_mode, const Tensor& out, const Tensor& indices) {
   if (out.numel() == 0) return;
   const c10::DeviceGuard guard(self.device());
   const auto in = self.contiguous();
   const Pool p = pool_params(kernel, stride, padding, dilation, in, out);
+  if (!max_pool_fits(p)) {
+    record_fallback_call("aten::max_pool2d_with_indices");
+    auto [o, i] = at::max_pool2d_with_indices(self.cpu(), kernel, stride, padding, dilation, ceil_mode);
+    out.copy_(o);
+    indices.copy_(i);
+    return;
+  }
   const MaxPool mp = max_pool_params(p);
   auto ind = indices.is_contiguous() ? indices : at::empty(indices.sizes(), indices.options());
   into(out, [&](const Tensor& o) {
@@ -115,13 +126,20 @@ void max_pool_forward(const Tensor& self, IntArrayRef kernel, IntArrayRef stride
 }
 
 void max_pool_backward(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel, IntArrayRef stride,
-                       IntArrayRef padding, IntArrayRef dilation, const Tensor& indices, const Tensor& grad_input) {
+                       IntArrayRef padding, IntArrayRef dilation, bool ceil_mode, const Tensor& indices,
+                       const Tensor& grad_input) {
   check_same_device({grad_output, self, indices, grad_input});
   if (grad_input.numel() == 0) return;
   const c10::DeviceGuard guard(self.device());
   const auto go = grad_output.contiguous();
   const auto ind = indices.contiguous();
   const Pool p = pool_params(kernel, stride, padding, dilation, self, go);
+  if (!max_pool_fits(p)) {
+    record_fallback_call("aten::max_pool2d_with_indices_backward");
+    grad_input.copy_(at::max_pool2d_with_indices_backward(grad_output.cpu(), self.cpu(), kernel, stride, padding,
+                                                           dilation, ceil_mode, indices.cpu()));
+    return;
+  }
   const MaxPool mp = max_pool_params(p);
   // Windows that cannot overlap let each output element store its gradient (one writer per input element).
   const bool disjoint = p.dH >= (p.kH - 1) * p.dilH + 1 && p.dW >= (p.kW - 1) * p.dilW + 1;
@@ -156,7 +174,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_functional(const Tensor& self
                                                    IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
   StructuredFunctional<at::meta::structured_max_pool2d_with_indices, 2> op;
   op.meta(self, kernel, stride, padding, dilation, ceil_mode);
-  max_pool_forward(self, kernel, stride, padding, dilation, op.maybe_get_output(0), op.maybe_get_output(1));
+  max_pool_forward(self, kernel, stride, padding, dilation, ceil_mode, op.maybe_get_output(0), op.maybe_get_output(1));
   return {op.take(0), op.take(1)};
 }
 
@@ -176,7 +194,7 @@ Tensor max_pool2d_with_indices_backward(const Tensor& grad_output, const Tensor&
                                         const Tensor& indices) {
   StructuredFunctional<at::meta::structured_max_pool2d_with_indices_backward> op;
   op.meta(grad_output, self, kernel, stride, padding, dilation, ceil_mode, indices);
-  max_pool_backward(grad_output, self, kernel, stride, padding, dilation, indices, op.maybe_get_output(0));
+  max_pool_backward(grad_output, self, kernel, stride, padding, dilation, ceil_mode, indices, op.maybe_get_output(0));
   return op.take();
 }
 
@@ -185,7 +203,7 @@ Tensor& max_pool2d_with_indices_backward_out(const Tensor& grad_output, const Te
                                              bool ceil_mode, const Tensor& indices, Tensor& grad_input) {
   StructuredOut<at::meta::structured_max_pool2d_with_indices_backward> op(grad_input);
   op.meta(grad_output, self, kernel, stride, padding, dilation, ceil_mode, indices);
-  max_pool_backward(grad_output, self, kernel, stride, padding, dilation, indices, op.maybe_get_output(0));
+  max_pool_backward(grad_output, self, kernel, stride, padding, dilation, ceil_mode, indices, op.maybe_get_output(0));
   op.finish();
   return grad_input;
 }
