@@ -3,7 +3,9 @@
 // 1-D and 2-D convolutions of float32/float64, transposed ones included, run natively: im2col
 // (kernels_cl/im2col.cl) laid out (N*L, C*KH*KW) and one CLBlast GEMM per group
 // over the whole batch, col2im for grad_input, GEMM for grad_weight, GEMV with a
-// ones vector for grad_bias. A transposed convolution is the adjoint of a regular
+// ones vector for grad_bias. The GEMMs' (N * L, O) rows reach the NCHW output through
+// rows_to_channels (adding the bias), and grad_output becomes rows through channels_to_rows
+// (a view when grad_output is channels_last). A transposed convolution is the adjoint of a regular
 // one: its forward is that one's input gradient (GEMM + col2im), its grad_input
 // that one's forward. 3-D convolutions and other dtypes run CPU's convolution on
 // copies, counted as fallbacks.

@@ -2,6 +2,9 @@
 // their backwards. ATen's structured meta functions check arguments and shape
 // outputs as on CPU; kernels in kernels_cl/pooling.cl run over contiguous
 // (N * C, H, W) planes, one work-item per output (forward) or input (backward) element.
+// Max pooling picks among loop-free kernels PoCL vectorises (windows up to 3x3; a scatter
+// backward for windows that cannot overlap; a gather one for up to 3 windows per point) and
+// looping ones for larger windows.
 #include <ATen/ATen.h>
 #include <ATen/MetaFunctions.h>
 #include <ATen/native/Resize.h>
