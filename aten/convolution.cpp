@@ -3,13 +3,16 @@
 // 1-D and 2-D convolutions of float32/float64, transposed ones included, run natively: im2col
 // (kernels_cl/im2col.cl) laid out (N*L, C*KH*KW) and one CLBlast GEMM per group
 // over the whole batch, col2im for grad_input, GEMM for grad_weight, GEMV with a
-// ones vector for grad_bias. A transposed convolution is the adjoint of a regular
+// ones vector for grad_bias. The GEMMs' (N * L, O) rows reach the NCHW output through
+// rows_to_channels (adding the bias), and grad_output becomes rows through channels_to_rows
+// (a view when grad_output is channels_last). A transposed convolution is the adjoint of a regular
 // one: its forward is that one's input gradient (GEMM + col2im), its grad_input
 // that one's forward. 3-D convolutions and other dtypes run CPU's convolution on
 // copies, counted as fallbacks.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -55,8 +58,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_on_cpu(
 
 // --- native path
 
-struct ConvGeometry {  // ConvGeometry in kernels_cl/im2col.cl
-  cl_long C, H, W, KH, KW, PH, PW, SH, SW, DH, DW, OH, OW;
+struct Shape {  // the sizes of a 2-D convolution
+  int64_t C, H, W, KH, KW, PH, PW, SH, SW, DH, DW, OH, OW;
 };
 
 cl_program im2col_program(int device, at::ScalarType type) {
@@ -76,7 +79,7 @@ cl_program im2col_program(int device, at::ScalarType type) {
 // of an input (N, C, H, W) with a weight (O, C / groups, KH, KW). A transposed convolution is
 // described by the regular one it is the adjoint of: its output is that one's input.
 struct Conv2d {
-  ConvGeometry g{};
+  Shape g{};
   int64_t N = 0, O = 0, groups = 1;
   bool one_d = false;
   at::TensorOptions options;
@@ -87,6 +90,12 @@ struct Conv2d {
 };
 
 at::Tensor as_4d(const at::Tensor& t, bool one_d) { return (one_d ? t.unsqueeze(2) : t).contiguous(); }
+
+// The same, left channels_last when it is (channels_last grad_output is already the GEMMs' row layout).
+at::Tensor as_dense_4d(const at::Tensor& t, bool one_d) {
+  const auto t4 = one_d ? t.unsqueeze(2) : t;
+  return t4.is_contiguous(at::MemoryFormat::ChannelsLast) ? t4 : t4.contiguous();
+}
 
 // in: the regular convolution's input sizes (N, C, H[, W]); w: its weight sizes (O, C / groups, KH[, KW]).
 Conv2d describe(at::IntArrayRef in, at::IntArrayRef w, at::IntArrayRef stride, at::IntArrayRef padding,
@@ -135,6 +144,13 @@ bool adjoint_fits(const Conv2d& c, const at::Tensor& input) {
   return c.g.OW == input.size(-1) && (c.one_d || c.g.OH == input.size(2));
 }
 
+constexpr int64_t kChunk = int64_t{1} << 22;  // the layout kernels' index math is exact below this
+
+// Whether one sample's output (O * L elements) stays under kChunk: the layout kernels then run over
+// chunks of samples; larger samples change layout through ATen's permute and copy.
+bool small_samples(const Conv2d& c) { return c.O * c.L() < kChunk; }
+
+// im2col/col2im over the whole batch, contiguous tensors.
 void launch(const char* name, const Conv2d& c, const at::Tensor& src, const at::Tensor& dst, int64_t total) {
   if (total == 0) return;
   const int device = device_index(dst);
@@ -145,21 +161,50 @@ void launch(const char* name, const Conv2d& c, const at::Tensor& src, const at::
   tocl::enqueue_1d(device, tocl::current_stream(device), k, total);
 }
 
+tocl::BufferArg shifted(const at::Tensor& t, int64_t elements) {
+  auto b = buffer_arg(t);
+  b.offset += elements;
+  return b;
+}
+
+// Runs a layout kernel over the batch in chunks of whole samples of O * L elements each:
+// set(kernel, first sample, samples) sets the arguments and returns the chunk's work-item count.
+template <class Set>
+void launch_by_samples(const char* name, const Conv2d& c, const at::Tensor& dst, Set set) {
+  const int64_t chunk = std::max<int64_t>((kChunk - 1) / std::max<int64_t>(c.O * c.L(), 1), 1);
+  const int device = device_index(dst);
+  cl_kernel k = tocl::get_kernel(im2col_program(device, dst.scalar_type()), name);
+  for (int64_t first = 0; first < c.N; first += chunk) {
+    const int64_t total = set(k, first, std::min(chunk, c.N - first));
+    if (total > 0) tocl::enqueue_1d(device, tocl::current_stream(device), k, total);
+  }
+}
+
 // The GEMMs run over the whole batch with the patches as rows: col (N * L, C * KH * KW) @ W^T (K, O) per group.
 // (N GEMMs of (O, K) @ (K, L) each cost a CLBlast launch; W (O, K) @ col^T (K, N * L) reads rows N * L apart,
 // which measured 3-10x slower on PoCL than this layout, whose operands are read along contiguous rows.)
 
-// x4: the convolution input (N, C, H, W), contiguous -> col (N * L, C * KH * KW).
+// x4: the convolution input (N, C, H, W) -> col (N * L, C * KH * KW).
 at::Tensor im2col(const Conv2d& c, const at::Tensor& x4) {
   auto col = at::empty({c.N * c.L(), c.rows()}, c.options);
-  launch("im2col", c, x4, col, c.N * c.rows() * c.g.OH);  // a work-item per output row
+  launch("im2col", c, x4.contiguous(), col, c.N * c.rows() * c.g.OH);  // a work-item per output row
   return col;
 }
 
-// (N, O, L) as (N * L, O), contiguous.
-at::Tensor channels_last(const at::Tensor& t3) {
-  const int64_t N = t3.size(0), O = t3.size(1), L = t3.size(2);
-  return t3.permute({0, 2, 1}).contiguous().view({N * L, O});
+// t4 (N, O, OH, OW) as (N * L, O), contiguous: a view of a channels_last t4, else a transposing copy.
+at::Tensor channels_last(const Conv2d& c, const at::Tensor& t4) {
+  const int64_t N = t4.size(0), O = t4.size(1), L = t4.size(2) * t4.size(3);
+  if (t4.is_contiguous(at::MemoryFormat::ChannelsLast)) return t4.permute({0, 2, 3, 1}).reshape({N * L, O});
+  if (!small_samples(c)) return t4.reshape({N, O, L}).permute({0, 2, 1}).contiguous().view({N * L, O});
+  const auto in = t4.contiguous();
+  auto rows = at::empty({N * L, O}, t4.options());
+  if (rows.numel() == 0) return rows;
+  launch_by_samples("channels_to_rows", c, rows, [&](cl_kernel k, int64_t first, int64_t n) {
+    tocl::set_args(k, shifted(in, first * O * L), shifted(rows, first * O * L), static_cast<cl_int>(O),
+                   static_cast<cl_int>(L), 1.0f / O, 1.0f / L, static_cast<cl_int>(n * O * L));
+    return n * O * L;
+  });
+  return rows;
 }
 
 // The regular convolution: x4 (N, C, H, W) contiguous, w2 the weight as (O, K) -> (N, O, OH, OW).
@@ -173,10 +218,21 @@ at::Tensor conv_forward(const Conv2d& c, const at::Tensor& x4, const at::Tensor&
   for (int64_t gi = 0; gi < c.groups; ++gi)
     gemm(col.narrow(1, gi * K, K), w2.narrow(0, gi * Og, Og).t(), outR.narrow(1, gi * Og, Og), 1, 0);
   // One pass puts (N, L, O) into (N, O, L) and adds the bias.
-  auto out3 = out.view({N, c.O, L});
-  const auto permuted = outR.view({N, L, c.O}).permute({0, 2, 1});
-  if (bias.defined()) at::add_out(out3, permuted, bias.view({1, c.O, 1}));
-  else out3.copy_(permuted);
+  const int64_t O = c.O;
+  if (!small_samples(c)) {
+    auto out3 = out.view({N, O, L});
+    const auto permuted = outR.view({N, L, O}).permute({0, 2, 1});
+    if (bias.defined()) at::add_out(out3, permuted, bias.view({1, O, 1}));
+    else out3.copy_(permuted);
+    return out;
+  }
+  const at::Tensor b = bias.defined() ? bias.to(out.scalar_type()).contiguous() : out;
+  launch_by_samples("rows_to_channels", c, out, [&](cl_kernel k, int64_t first, int64_t n) {
+    tocl::set_args(k, shifted(outR, first * L * O), shifted(out, first * O * L), buffer_arg(b),
+                   static_cast<cl_int>(bias.defined()), static_cast<cl_int>(O), static_cast<cl_int>(L), 1.0f / O,
+                   1.0f / L, static_cast<cl_int>(n * O * L));
+    return n * O * L;
+  });
   return out;
 }
 
@@ -226,14 +282,13 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
   const auto w4 = as_4d(weight, one_d);
   if (!transposed) {
     const Conv2d c = describe(input.sizes(), weight.sizes(), stride, padding, dilation, groups, input.options());
-    return squeeze_1d(conv_forward(c, as_4d(input, one_d), w4.view({c.O, c.K()}), b), one_d);
+    return squeeze_1d(conv_forward(c, as_dense_4d(input, one_d), w4.view({c.O, c.K()}), b), one_d);
   }
   // A transposed convolution is the input gradient of the regular one, with its input as grad_output.
   const Conv2d c = describe_transposed(input, weight, stride, padding, dilation, output_padding, groups);
   if (!adjoint_fits(c, input))
     return convolution_on_cpu(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
-  const auto x4 = as_4d(input, one_d);
-  auto out = conv_input_grad(c, channels_last(x4.view({c.N, c.O, c.L()})), w4.view({c.O, c.K()}));
+  auto out = conv_input_grad(c, channels_last(c, as_dense_4d(input, one_d)), w4.view({c.O, c.K()}));
   if (b.defined()) out.add_(b.view({1, c.g.C, 1, 1}));
   return squeeze_1d(out, one_d);
 }
@@ -247,13 +302,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
                                        output_padding, groups, output_mask);
   const bool one_d = input.dim() == 3;
   const auto w4 = as_4d(weight, one_d);
-  const auto go4 = as_4d(grad_output, one_d), x4 = as_4d(input, one_d);
+  const auto go4 = as_dense_4d(grad_output, one_d), x4 = as_dense_4d(input, one_d);
   at::Tensor grad_input, grad_weight, grad_bias;
   if (!transposed) {
     const Conv2d c = describe(input.sizes(), weight.sizes(), stride, padding, dilation, groups, input.options());
     const auto w2 = w4.view({c.O, c.K()});
     // grad_output as (N * L, O): one GEMM per group over the whole batch for each gradient.
-    const auto goR = channels_last(go4.view({c.N, c.O, c.L()}));
+    const auto goR = channels_last(c, go4);
     if (output_mask[0]) grad_input = squeeze_1d(conv_input_grad(c, goR, w2), one_d);
     if (output_mask[1]) grad_weight = conv_weight_grad(c, x4, goR).view(weight.sizes());
     if (output_mask[2]) {
@@ -272,7 +327,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
   const auto w2 = w4.view({c.O, c.K()});
   if (output_mask[0]) grad_input = squeeze_1d(conv_forward(c, go4, w2, at::Tensor()), one_d);
   if (output_mask[1]) {
-    grad_weight = conv_weight_grad(c, go4, channels_last(x4.view({c.N, c.O, c.L()}))).view(weight.sizes());
+    grad_weight = conv_weight_grad(c, go4, channels_last(c, x4)).view(weight.sizes());
   }
   if (output_mask[2]) grad_bias = go4.sum({0, 2, 3});
   return {grad_input, grad_weight, grad_bias};

@@ -2,18 +2,23 @@
 // their backwards. ATen's structured meta functions check arguments and shape
 // outputs as on CPU; kernels in kernels_cl/pooling.cl run over contiguous
 // (N * C, H, W) planes, one work-item per output (forward) or input (backward) element.
+// Max pooling picks among loop-free kernels PoCL vectorises (windows up to 3x3; a scatter
+// backward for windows that cannot overlap; a gather one for up to 3 windows per point) and
+// looping ones for larger windows.
 #include <ATen/ATen.h>
 #include <ATen/MetaFunctions.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <tuple>
 
 #include "aten/dtype_fallback.h"
 #include "aten/kernel_program.h"
 #include "aten/opencl_tensor.h"
 #include "aten/structured.h"
+#include "fallback/fallback.h"
 
 namespace torch_opencl {
 namespace {
@@ -61,34 +66,110 @@ void launch(const Tensor& like, const char* name, int64_t total, cl_kernel k) {
 
 // ---- max_pool2d_with_indices ----
 
+struct MaxPool {  // as in kernels_cl/pooling.cl: 32-bit sizes and the reciprocals its divisions use
+  cl_int kH, kW, dH, dW, padH, padW, dilH, dilW;
+  cl_int IH, IW, OH, OW;
+  cl_float inv_IW, inv_IH, inv_OW, inv_OH, inv_dH, inv_dW, inv_dilH, inv_dilW;
+};
+
+constexpr int64_t kChunk = int64_t{1} << 22;  // the kernels' index math is exact below this
+
+// Planes of kChunk elements or more run on the CPU (counted as a fallback).
+bool max_pool_fits(const Pool& p) { return p.IH * p.IW < kChunk && p.OH * p.OW < kChunk; }
+
+MaxPool max_pool_params(const Pool& p) {
+  auto i = [](int64_t v) { return static_cast<cl_int>(v); };
+  auto inv = [](int64_t v) { return 1.0f / static_cast<float>(v); };
+  return {i(p.kH), i(p.kW), i(p.dH), i(p.dW), i(p.padH), i(p.padW), i(p.dilH), i(p.dilW),
+          i(p.IH), i(p.IW), i(p.OH), i(p.OW),
+          inv(p.IW), inv(p.IH), inv(p.OW), inv(p.OH), inv(p.dH), inv(p.dW), inv(p.dilH), inv(p.dilW)};
+}
+
+// The kernels' index math is exact below kChunk: planes go in chunks of fewer than kChunk elements (input and
+// output), each launch shifting the buffers' offsets. launch_chunk(first plane, planes).
+template <class F>
+void for_plane_chunks(int64_t planes, const Pool& p, F launch_chunk) {
+  const int64_t per_plane = std::max<int64_t>({p.IH * p.IW, p.OH * p.OW, 1});
+  const int64_t chunk = std::max<int64_t>((kChunk - 1) / per_plane, 1);
+  for (int64_t first = 0; first < planes; first += chunk) launch_chunk(first, std::min(chunk, planes - first));
+}
+
+tocl::BufferArg shifted(const Tensor& t, int64_t elements) {
+  auto b = buffer_arg(t);
+  b.offset += elements;
+  return b;
+}
+
 void max_pool_forward(const Tensor& self, IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding,
-                      IntArrayRef dilation, const Tensor& out, const Tensor& indices) {
+                      IntArrayRef dilation, bool ceil_mode, const Tensor& out, const Tensor& indices) {
   if (out.numel() == 0) return;
   const c10::DeviceGuard guard(self.device());
   const auto in = self.contiguous();
   const Pool p = pool_params(kernel, stride, padding, dilation, in, out);
+  if (!max_pool_fits(p)) {
+    record_fallback_call("aten::max_pool2d_with_indices");
+    auto [o, i] = at::max_pool2d_with_indices(self.cpu(), kernel, stride, padding, dilation, ceil_mode);
+    out.copy_(o);
+    indices.copy_(i);
+    return;
+  }
+  const MaxPool mp = max_pool_params(p);
   auto ind = indices.is_contiguous() ? indices : at::empty(indices.sizes(), indices.options());
   into(out, [&](const Tensor& o) {
-    cl_kernel k = dtype_kernel(in, "pooling.cl", "max_pool2d_forward");
-    tocl::set_args(k, buffer_arg(o), buffer_arg(ind), buffer_arg(in), static_cast<cl_long>(o.numel()), p);
-    launch(in, "max_pool2d_forward", o.numel(), k);
+    const char* name = p.kH <= 3 && p.kW <= 3 ? "max_pool2d_forward_3x3" : "max_pool2d_forward";
+    cl_kernel k = dtype_kernel(in, "pooling.cl", name);
+    for_plane_chunks(o.numel() / (p.OH * p.OW), p, [&](int64_t first, int64_t planes) {
+      const int64_t at = first * p.OH * p.OW, total = planes * p.OH * p.OW;
+      tocl::set_args(k, shifted(o, at), shifted(ind, at), shifted(in, first * p.IH * p.IW),
+                     static_cast<cl_int>(total), mp);
+      launch(in, name, total, k);
+    });
   });
   if (!ind.is_same(indices)) indices.copy_(ind);
 }
 
 void max_pool_backward(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel, IntArrayRef stride,
-                       IntArrayRef padding, IntArrayRef dilation, const Tensor& indices, const Tensor& grad_input) {
+                       IntArrayRef padding, IntArrayRef dilation, bool ceil_mode, const Tensor& indices,
+                       const Tensor& grad_input) {
   check_same_device({grad_output, self, indices, grad_input});
   if (grad_input.numel() == 0) return;
   const c10::DeviceGuard guard(self.device());
   const auto go = grad_output.contiguous();
   const auto ind = indices.contiguous();
   const Pool p = pool_params(kernel, stride, padding, dilation, self, go);
+  if (!max_pool_fits(p)) {
+    record_fallback_call("aten::max_pool2d_with_indices_backward");
+    grad_input.copy_(at::max_pool2d_with_indices_backward(grad_output.cpu(), self.cpu(), kernel, stride, padding,
+                                                           dilation, ceil_mode, indices.cpu()));
+    return;
+  }
+  const MaxPool mp = max_pool_params(p);
+  // Windows that cannot overlap let each output element store its gradient (one writer per input element).
+  const bool disjoint = p.dH >= (p.kH - 1) * p.dilH + 1 && p.dW >= (p.kW - 1) * p.dilW + 1;
   into(grad_input, [&](const Tensor& gi) {
-    cl_kernel k = dtype_kernel(gi, "pooling.cl", "max_pool2d_backward");
-    tocl::set_args(k, buffer_arg(gi), buffer_arg(go.numel() ? go : gi), buffer_arg(ind.numel() ? ind : gi),
-                   static_cast<cl_long>(gi.numel()), p);
-    launch(gi, "max_pool2d_backward", gi.numel(), k);
+    const int64_t planes = gi.numel() / (p.IH * p.IW);
+    if (disjoint) {
+      gi.zero_();
+      if (go.numel() == 0) return;
+      cl_kernel k = dtype_kernel(gi, "pooling.cl", "max_pool2d_backward_scatter");
+      for_plane_chunks(planes, p, [&](int64_t first, int64_t n) {
+        const int64_t at = first * p.OH * p.OW, total = n * p.OH * p.OW;
+        tocl::set_args(k, shifted(gi, first * p.IH * p.IW), shifted(go, at), shifted(ind, at),
+                       static_cast<cl_int>(total), mp);
+        launch(gi, "max_pool2d_backward_scatter", total, k);
+      });
+      return;
+    }
+    // At most 3 windows per dimension hold a point: the unrolled kernel.
+    const bool few = (p.kH - 1) * p.dilH + 1 <= 3 * p.dH && (p.kW - 1) * p.dilW + 1 <= 3 * p.dW;
+    const char* name = few ? "max_pool2d_backward_3x3" : "max_pool2d_backward";
+    cl_kernel k = dtype_kernel(gi, "pooling.cl", name);
+    for_plane_chunks(planes, p, [&](int64_t first, int64_t n) {
+      const int64_t at = first * p.OH * p.OW, total = n * p.IH * p.IW;
+      tocl::set_args(k, shifted(gi, first * p.IH * p.IW), go.numel() ? shifted(go, at) : buffer_arg(gi),
+                     ind.numel() ? shifted(ind, at) : buffer_arg(gi), static_cast<cl_int>(total), mp);
+      launch(gi, name, total, k);
+    });
   });
 }
 
@@ -96,7 +177,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_functional(const Tensor& self
                                                    IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
   StructuredFunctional<at::meta::structured_max_pool2d_with_indices, 2> op;
   op.meta(self, kernel, stride, padding, dilation, ceil_mode);
-  max_pool_forward(self, kernel, stride, padding, dilation, op.maybe_get_output(0), op.maybe_get_output(1));
+  max_pool_forward(self, kernel, stride, padding, dilation, ceil_mode, op.maybe_get_output(0), op.maybe_get_output(1));
   return {op.take(0), op.take(1)};
 }
 
@@ -116,7 +197,7 @@ Tensor max_pool2d_with_indices_backward(const Tensor& grad_output, const Tensor&
                                         const Tensor& indices) {
   StructuredFunctional<at::meta::structured_max_pool2d_with_indices_backward> op;
   op.meta(grad_output, self, kernel, stride, padding, dilation, ceil_mode, indices);
-  max_pool_backward(grad_output, self, kernel, stride, padding, dilation, indices, op.maybe_get_output(0));
+  max_pool_backward(grad_output, self, kernel, stride, padding, dilation, ceil_mode, indices, op.maybe_get_output(0));
   return op.take();
 }
 
@@ -125,7 +206,7 @@ Tensor& max_pool2d_with_indices_backward_out(const Tensor& grad_output, const Te
                                              bool ceil_mode, const Tensor& indices, Tensor& grad_input) {
   StructuredOut<at::meta::structured_max_pool2d_with_indices_backward> op(grad_input);
   op.meta(grad_output, self, kernel, stride, padding, dilation, ceil_mode, indices);
-  max_pool_backward(grad_output, self, kernel, stride, padding, dilation, indices, op.maybe_get_output(0));
+  max_pool_backward(grad_output, self, kernel, stride, padding, dilation, ceil_mode, indices, op.maybe_get_output(0));
   op.finish();
   return grad_input;
 }

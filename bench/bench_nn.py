@@ -1,5 +1,5 @@
 """Forward + backward of the native nn operators (softmax/cross_entropy, layer_norm,
-batch_norm, max_pool2d, embedding) on cpu and opencl in one process: medians and ratio.
+batch_norm, max_pool2d, dropout, embedding) on cpu and opencl in one process: medians and ratio.
 
     python bench/bench_nn.py [--repeat N]
 """
@@ -25,6 +25,7 @@ def workloads(device):
     tokens = torch.randn(64, 128, 64, generator=g).to(device).requires_grad_()
     lw, lb = torch.ones(64, device=device, requires_grad=True), torch.zeros(64, device=device, requires_grad=True)
     images = torch.randn(64, 16, 8, 8, generator=g).to(device).requires_grad_()
+    hidden = torch.randn(128, 256, generator=g).to(device).requires_grad_()
     emb = torch.randn(1000, 64, generator=g).to(device).requires_grad_()
     ids = torch.randint(0, 1000, (64, 32), generator=g).to(device)
     return {
@@ -35,6 +36,8 @@ def workloads(device):
         "batch_norm 64x16x8x8": lambda: F.batch_norm(images, None, None, training=True).backward(
             torch.ones_like(images)),
         "max_pool2d 64x16x8x8": lambda: F.max_pool2d(images, 2).backward(torch.ones(64, 16, 4, 4, device=device)),
+        "max_pool2d 3x3 s1 64x16x8x8": lambda: F.max_pool2d(images, 3, 1, 1).backward(torch.ones_like(images)),
+        "dropout 128x256": lambda: F.dropout(hidden, 0.1, training=True).backward(torch.ones_like(hidden)),
         "embedding 2048 of 1000x64": lambda: F.embedding(ids, emb).backward(torch.ones(64, 32, 64, device=device)),
     }
 

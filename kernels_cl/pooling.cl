@@ -10,24 +10,46 @@ typedef struct {
 
 inline long ceil_div_nonneg(long a, long b) { return a <= 0 ? 0 : (a + b - 1) / b; }
 
+// Max pooling uses 32-bit index math (the host launches chunks of whole planes under 2^22
+// elements) and divides by the float reciprocal, because vector units have no integer division
+// and PoCL vectorises a kernel across its work-items.
+typedef struct {
+  int kH, kW, dH, dW, padH, padW, dilH, dilW;
+  int IH, IW, OH, OW;
+  float inv_IW, inv_IH, inv_OW, inv_OH, inv_dH, inv_dW, inv_dilH, inv_dilW;
+} MaxPool;
+
+// a / d for 0 <= a < 2^22, d >= 1, inv = 1.0f / d: the float estimate is off by at most one, then corrected.
+// (A second refinement step, for larger a, measured 20x slower on PoCL: it stops the vectoriser.)
+inline int fast_div(int a, int d, float inv) {
+  const int q = (int)((float)a * inv);
+  const int r = a - q * d;
+  return q - (r < 0 ? 1 : 0) + (r >= d ? 1 : 0);
+}
+
 // out and indices (position h * IW + w within the plane) as CPU: the first maximum, or the last NaN.
+// One work-item per output element.
 __kernel void max_pool2d_forward(__global T_T* out, ulong out_offset, __global long* indices, ulong ind_offset,
-                                 __global const T_T* in, ulong in_offset, long total, Pool p) {
-  const long e = get_global_id(0);
+                                 __global const T_T* in, ulong in_offset, int total, MaxPool p) {
+  const int e = get_global_id(0);
   if (e >= total) return;
-  const long ow = e % p.OW, oh = (e / p.OW) % p.OH, plane = e / (p.OW * p.OH);
-  long h0 = oh * p.dH - p.padH, w0 = ow * p.dW - p.padW;
-  const long hend = min(h0 + (p.kH - 1) * p.dilH + 1, p.IH);
-  const long wend = min(w0 + (p.kW - 1) * p.dilW + 1, p.IW);
-  while (h0 < 0) h0 += p.dilH;
-  while (w0 < 0) w0 += p.dilW;
-  const long base = in_offset + plane * p.IH * p.IW;
+  const int t = fast_div(e, p.OW, p.inv_OW);
+  const int ow = e - t * p.OW;
+  const int plane = fast_div(t, p.OH, p.inv_OH);
+  const int oh = t - plane * p.OH;
+  // The window clipped to the input: loop bounds that differ between work-items keep PoCL from
+  // splitting the loops at implicit barriers (uniform bounds measured 20x slower).
+  int h0 = oh * p.dH - p.padH, w0 = ow * p.dW - p.padW;
+  const int hend = min(h0 + (p.kH - 1) * p.dilH + 1, p.IH), wend = min(w0 + (p.kW - 1) * p.dilW + 1, p.IW);
+  if (h0 < 0) h0 += (fast_div(-h0 - 1, p.dilH, p.inv_dilH) + 1) * p.dilH;
+  if (w0 < 0) w0 += (fast_div(-w0 - 1, p.dilW, p.inv_dilW) + 1) * p.dilW;
+  __global const T_T* src = in + in_offset + plane * (p.IH * p.IW);
   ACC best = ACC_LOWEST;
-  long best_index = h0 * p.IW + w0;
-  for (long h = h0; h < hend; h += p.dilH)
-    for (long w = w0; w < wend; w += p.dilW) {
-      const ACC v = LOAD_T(in, base + h * p.IW + w);
-      if (v > best || ACC_ISNAN(v)) {
+  int best_index = h0 * p.IW + w0;
+  for (int h = h0; h < hend; h += p.dilH)
+    for (int w = w0; w < wend; w += p.dilW) {
+      const ACC v = LOAD_T(src, h * p.IW + w);
+      if (v > best || v != v) {  // v != v: NaN (isnan is a library call in PoCL)
         best = v;
         best_index = h * p.IW + w;
       }
@@ -36,22 +58,114 @@ __kernel void max_pool2d_forward(__global T_T* out, ulong out_offset, __global l
   indices[ind_offset + e] = best_index;
 }
 
-__kernel void max_pool2d_backward(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out,
-                                  ulong go_offset, __global const long* indices, ulong ind_offset, long total,
-                                  Pool p) {
-  const long e = get_global_id(0);
+// The same for windows of at most 3x3: the taps are unrolled (a tap outside the window or the input is
+// masked), so the kernel has no loop and PoCL vectorises it across work-items.
+__kernel void max_pool2d_forward_3x3(__global T_T* out, ulong out_offset, __global long* indices, ulong ind_offset,
+                                     __global const T_T* in, ulong in_offset, int total, MaxPool p) {
+  const int e = get_global_id(0);
   if (e >= total) return;
-  const long w = e % p.IW, h = (e / p.IW) % p.IH, plane = e / (p.IW * p.IH);
-  const long oh0 = ceil_div_nonneg(h + p.padH - (p.kH - 1) * p.dilH, p.dH);
-  const long oh1 = min((h + p.padH) / p.dH, p.OH - 1);
-  const long ow0 = ceil_div_nonneg(w + p.padW - (p.kW - 1) * p.dilW, p.dW);
-  const long ow1 = min((w + p.padW) / p.dW, p.OW - 1);
-  const long me = h * p.IW + w, base = plane * p.OH * p.OW;
+  const int t = fast_div(e, p.OW, p.inv_OW);
+  const int ow = e - t * p.OW;
+  const int plane = fast_div(t, p.OH, p.inv_OH);
+  const int oh = t - plane * p.OH;
+  const int hs = oh * p.dH - p.padH, ws = ow * p.dW - p.padW;
+  __global const T_T* src = in + in_offset + plane * (p.IH * p.IW);
+  ACC best = ACC_LOWEST;
+  int best_index = -1;
+#pragma unroll
+  for (int i = 0; i < 3; ++i) {
+    const int h = hs + i * p.dilH;
+#pragma unroll
+    for (int j = 0; j < 3; ++j) {
+      const int w = ws + j * p.dilW;
+      const bool inside = i < p.kH && j < p.kW && h >= 0 && h < p.IH && w >= 0 && w < p.IW;
+      const int at = inside ? h * p.IW + w : 0;
+      const ACC v = LOAD_T(src, at);
+      const bool take = inside && (best_index < 0 || v > best || v != v);
+      best = take ? v : best;
+      best_index = take ? at : best_index;
+    }
+  }
+  STORE_T(out, out_offset + e, best);
+  indices[ind_offset + e] = best_index;
+}
+
+// Windows that do not overlap (stride >= extent in both dims): grad_in is zeroed first and each output
+// element stores its gradient at its index when that lies in its window (one writer per input element).
+__kernel void max_pool2d_backward_scatter(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out,
+                                          ulong go_offset, __global const long* indices, ulong ind_offset,
+                                          int total, MaxPool p) {
+  const int e = get_global_id(0);
+  if (e >= total) return;
+  const int t = fast_div(e, p.OW, p.inv_OW);
+  const int ow = e - t * p.OW;
+  const int plane = fast_div(t, p.OH, p.inv_OH);
+  const int oh = t - plane * p.OH;
+  const long index = indices[ind_offset + e];
+  const int at = index >= 0 && index < p.IH * p.IW ? (int)index : 0;
+  const int h = fast_div(at, p.IW, p.inv_IW), w = at - h * p.IW;
+  const int dh = h - (oh * p.dH - p.padH), dw = w - (ow * p.dW - p.padW);
+  const bool mine = index == at && dh >= 0 && dh <= (p.kH - 1) * p.dilH && dw >= 0 && dw <= (p.kW - 1) * p.dilW;
+  if (mine) grad_in[gi_offset + plane * (p.IH * p.IW) + at] = grad_out[go_offset + e];
+}
+
+// Overlapping windows: one work-item per input element sums the gradients of the
+// windows that hold it and chose it, so no atomics are needed and the result is deterministic.
+__kernel void max_pool2d_backward(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out,
+                                  ulong go_offset, __global const long* indices, ulong ind_offset, int total,
+                                  MaxPool p) {
+  const int e = get_global_id(0);
+  if (e >= total) return;
+  const int t = fast_div(e, p.IW, p.inv_IW);
+  const int w = e - t * p.IW;
+  const int plane = fast_div(t, p.IH, p.inv_IH);
+  const int h = t - plane * p.IH;
+  // Windows oh in [oh0, oh1] hold h: oh * dH - padH <= h <= oh * dH - padH + (kH - 1) * dilH.
+  const int ah = h + p.padH - (p.kH - 1) * p.dilH, aw = w + p.padW - (p.kW - 1) * p.dilW;
+  const int oh0 = ah <= 0 ? 0 : fast_div(ah + p.dH - 1, p.dH, p.inv_dH);
+  const int ow0 = aw <= 0 ? 0 : fast_div(aw + p.dW - 1, p.dW, p.inv_dW);
+  const int oh1 = min(fast_div(h + p.padH, p.dH, p.inv_dH), p.OH - 1);
+  const int ow1 = min(fast_div(w + p.padW, p.dW, p.inv_dW), p.OW - 1);
+  const int me = h * p.IW + w, base = plane * (p.OH * p.OW);
   ACC acc = 0;
-  for (long oh = oh0; oh <= oh1; ++oh)
-    for (long ow = ow0; ow <= ow1; ++ow) {
-      const long o = base + oh * p.OW + ow;
+  for (int oh = oh0; oh <= oh1; ++oh)
+    for (int ow = ow0; ow <= ow1; ++ow) {
+      const int o = base + oh * p.OW + ow;
       if (indices[ind_offset + o] == me) acc += LOAD_T(grad_out, go_offset + o);
+    }
+  STORE_T(grad_in, gi_offset + e, acc);
+}
+
+// The same when a point lies in at most 3 windows per dimension (ceil(extent / stride) <= 3): the
+// candidates are unrolled and masked, so the kernel has no loop and vectorises.
+__kernel void max_pool2d_backward_3x3(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out,
+                                  ulong go_offset, __global const long* indices, ulong ind_offset, int total,
+                                  MaxPool p) {
+  const int e = get_global_id(0);
+  if (e >= total) return;
+  const int t = fast_div(e, p.IW, p.inv_IW);
+  const int w = e - t * p.IW;
+  const int plane = fast_div(t, p.IH, p.inv_IH);
+  const int h = t - plane * p.IH;
+  // Windows oh in [oh0, oh1] hold h: oh * dH - padH <= h <= oh * dH - padH + (kH - 1) * dilH.
+  // One chain of divisions: `>> 30` of a quotient (below 2^22) is 0 but makes the next division depend on
+  // it, so LLVM's SLP vectoriser does not pair the h and w divisions (after which PoCL's work-item loop
+  // no longer vectorises).
+  const int ah = h + p.padH - (p.kH - 1) * p.dilH, aw = w + p.padW - (p.kW - 1) * p.dilW;
+  const int oh1 = min(fast_div(h + p.padH, p.dH, p.inv_dH), p.OH - 1);
+  const int ow1 = min(fast_div(w + p.padW + (oh1 >> 30), p.dW, p.inv_dW), p.OW - 1);
+  const int oh0 = ah <= 0 ? 0 : fast_div(ah + p.dH - 1 + (ow1 >> 30), p.dH, p.inv_dH);
+  const int ow0 = aw <= 0 ? 0 : fast_div(aw + p.dW - 1 + (oh0 >> 30), p.dW, p.inv_dW);
+  const int me = h * p.IW + w, base = plane * (p.OH * p.OW);
+  ACC acc = 0;
+#pragma unroll
+  for (int i = 0; i < 3; ++i)
+#pragma unroll
+    for (int j = 0; j < 3; ++j) {
+      const bool ok = oh1 - i >= oh0 && ow1 - j >= ow0;
+      const int o = ok ? base + (oh1 - i) * p.OW + ow1 - j : 0;
+      const ACC g = LOAD_T(grad_out, go_offset + o);
+      acc += ok && indices[ind_offset + o] == me ? g : (ACC)0;
     }
   STORE_T(grad_in, gi_offset + e, acc);
 }

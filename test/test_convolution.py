@@ -163,3 +163,50 @@ def test_errors():
         F.conv2d(rnd(1, 2, 4, 4).to(DEV), rnd(3, 2, 3, 3))
     with pytest.raises(RuntimeError, match="expected input|channels"):
         F.conv2d(rnd(1, 2, 4, 4).to(DEV), rnd(3, 5, 3, 3).to(DEV))
+
+
+# The layout kernels around the GEMMs: rows_to_channels (with the bias fused), channels_to_rows, the
+# channels_last grad_output taken as a view, chunks of samples, and samples too large for the kernels.
+
+def test_channels_last_input_and_grad_output():
+    x = rnd(3, 5, 7, 6).to(memory_format=torch.channels_last)
+    run_both(F.conv2d, x, rnd(4, 5, 3, 3, seed=1), rnd(4, seed=2), padding=1)
+    # grad_output channels_last reaches convolution_backward as such: its (N * L, O) view feeds the GEMMs.
+    xo = x.to(DEV).requires_grad_()
+    wc, bc = rnd(4, 5, 3, 3, seed=1).requires_grad_(), rnd(4, seed=2).requires_grad_()
+    wo, bo = wc.detach().to(DEV).requires_grad_(), bc.detach().to(DEV).requires_grad_()
+    g = rnd(3, 4, 7, 6, seed=3).to(memory_format=torch.channels_last)
+    xc = x.clone().requires_grad_()
+    F.conv2d(xc, wc, bc, padding=1).backward(g)
+    previous = torch.opencl.fallback_mode()
+    torch.opencl.set_fallback_mode("error")
+    try:
+        go = g.to(DEV)
+        assert go.is_contiguous(memory_format=torch.channels_last)
+        F.conv2d(xo, wo, bo, padding=1).backward(go)
+    finally:
+        torch.opencl.set_fallback_mode(previous)
+    for got, want in ((xo.grad, xc.grad), (wo.grad, wc.grad), (bo.grad, bc.grad)):
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not HAS_FP64, reason="device has no float64")
+def test_bias_float64_and_strided_bias():
+    b = rnd(8, dtype=torch.float64, seed=2)[::2]  # a strided bias
+    run_both(F.conv2d, rnd(2, 3, 6, 6, dtype=torch.float64), rnd(4, 3, 3, 3, dtype=torch.float64, seed=1), b,
+             stride=2, padding=1)
+
+
+# float64: the weight gradients sum 10^5+ products, beyond float32's 1e-4 against CPU's summation order.
+@pytest.mark.skipif(not HAS_FP64, reason="device has no float64")
+def test_layout_kernels_over_several_sample_chunks():
+    # 70 samples of 16 x 64 x 64 outputs: 4.6M elements, past the kernels' 2^22-element chunk.
+    f64 = dict(dtype=torch.float64)
+    run_both(F.conv2d, rnd(70, 1, 64, 64, **f64), rnd(16, 1, 3, 3, seed=1, **f64), rnd(16, seed=2, **f64), padding=1)
+
+
+@pytest.mark.skipif(not HAS_FP64, reason="device has no float64")
+def test_sample_larger_than_a_chunk_changes_layout_through_aten():
+    # One sample of 64 x 256 x 256 = 4.2M output elements: permute and copy instead of the layout kernels.
+    f64 = dict(dtype=torch.float64)
+    run_both(F.conv2d, rnd(1, 1, 256, 256, **f64), rnd(64, 1, 3, 3, seed=1, **f64), rnd(64, seed=2, **f64), padding=1)

@@ -107,3 +107,54 @@ def test_max_pool2d_integers_match_cpu(dtype):
 def test_softmax_of_integers_is_refused_as_on_cpu():
     with pytest.raises(RuntimeError, match="not implemented for 'Long'"):
         torch.softmax(torch.arange(4, device="opencl"), 0)
+
+
+# The max-pool kernel paths: windows of at most 3x3 (unrolled), larger ones (loops); disjoint windows
+# (scatter backward), overlapping ones with at most 3 (unrolled) or more (loops) windows per point;
+# planes launched in chunks; planes too large for the kernels' index math (counted CPU fallback).
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("k,s,p,d,ceil", [
+    (2, 2, 1, 1, True),            # disjoint windows, padding, ceil_mode: scatter backward
+    (2, 3, 1, 2, False),           # disjoint, dilated
+    ((1, 3), (2, 3), (0, 1), 1, True),
+    (5, 1, 2, 1, False),           # 5x5 window: loop forward; 5 windows per point: loop backward
+    (4, 3, 1, 1, True),            # 4x4 loop forward, overlapping with 2 windows per point: unrolled backward
+    (3, 1, 1, 3, False),           # dilation 3, stride 1: 7 windows per point
+])
+def test_max_pool2d_kernel_paths(dtype, k, s, p, d, ceil):
+    for x in (data(2, 3, 11, 10, dtype=dtype), data(2, 3, 10, 11, dtype=dtype).transpose(2, 3),
+              data(2, 3, 11, 10, dtype=dtype).to(memory_format=torch.channels_last)):
+        check_grad(lambda t: F.max_pool2d(t, k, s, p, d, ceil_mode=ceil), x)
+
+
+def test_max_pool2d_ties_overlapping_windows():
+    # Equal values: CPU picks the first maximum; the gather backward sums every window that chose a point.
+    check_grad(lambda t: F.max_pool2d(t, 3, 1, 1), torch.zeros(1, 2, 5, 5))
+    check_grad(lambda t: F.max_pool2d(t, 2, 1), torch.randint(0, 2, (2, 2, 6, 7)).double())
+
+
+def test_max_pool2d_planes_in_several_chunks():
+    x = data(1, 1100, 64, 64)  # 4.5M input elements: two chunks of planes
+    check_grad(lambda t: F.max_pool2d(t, 2), x)
+    check_grad(lambda t: F.max_pool2d(t, 3, 1, 1), x[:, :600])
+
+
+def test_max_pool2d_plane_beyond_the_kernels_runs_on_cpu_and_is_counted():
+    x = data(1, 1, 2048, 2048)  # a 2^22-element plane
+    torch.opencl.reset_fallback_stats()
+    previous = torch.opencl.fallback_mode()
+    torch.opencl.set_fallback_mode("silent")
+    try:
+        xd = x.to(DEV).requires_grad_()
+        y = F.max_pool2d(xd, 2)
+        y.backward(torch.ones_like(y))
+    finally:
+        torch.opencl.set_fallback_mode(previous)
+    xc = x.clone().requires_grad_()
+    yc = F.max_pool2d(xc, 2)
+    yc.backward(torch.ones_like(yc))
+    torch.testing.assert_close(y.detach().cpu(), yc.detach())
+    torch.testing.assert_close(xd.grad.cpu(), xc.grad)
+    stats = torch.opencl.fallback_stats()
+    assert stats.get("aten::max_pool2d_with_indices", 0) >= 1
+    assert stats.get("aten::max_pool2d_with_indices_backward", 0) >= 1
