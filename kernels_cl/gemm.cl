@@ -115,10 +115,37 @@ __kernel void pack_b(__global const T* b, ulong b_off, __global T* p, ulong p_of
   __global const T* src = b + b_off + bi * sbb + k * sbk;
   __global T* dst = p + p_off + (long)gid * NC;
   const int col0 = tn * NC;
-  if (sbn == 1 && col0 + NC <= N) {
-    for (int j = 0; j < NC; j += VW) VSTORE(VLOAD(0, src + col0 + j), 0, dst + j);
-  } else {
-    for (int j = 0; j < NC; ++j) dst[j] = col0 + j < N ? src[(long)(col0 + j) * sbn] : (T)0;
+  for (int j = 0; j < NC; j += VW) {
+    if (sbn == 1 && col0 + j + VW <= N) {
+      VSTORE(VLOAD(0, src + col0 + j), 0, dst + j);
+    } else {
+      for (int i = j; i < j + VW; ++i) dst[i] = col0 + i < N ? src[(long)(col0 + i) * sbn] : (T)0;
+    }
   }
 }
 
+
+// pack_b for a B whose k are adjacent (sbk == 1, a transposed weight): a work-item per (batch entry,
+// column tile, column j of the tile) reads its column along k as vectors and writes it NC apart.
+__kernel void pack_b_columns(__global const T* b, ulong b_off, __global T* p, ulong p_off, int N, int K,
+                             long sbn, long sbb, int tiles_n, int batch, int NC) {
+  const uint gid = get_global_id(0);
+  if (gid >= (uint)NC * (uint)tiles_n * (uint)batch) return;
+  const uint j = gid % (uint)NC, rest = gid / (uint)NC;
+  const uint tn = rest % (uint)tiles_n, bi = rest / (uint)tiles_n;
+  const int col = tn * NC + j;
+  __global T* dst = p + p_off + ((long)bi * tiles_n + tn) * K * NC + j;
+  if (col >= N) {
+    for (int k = 0; k < K; ++k) dst[(long)k * NC] = (T)0;
+    return;
+  }
+  __global const T* src = b + b_off + bi * sbb + (long)col * sbn;
+  int k = 0;
+  for (; k + VW <= K; k += VW) {
+    T v[VW];
+    VSTORE(VLOAD(0, src + k), 0, v);
+#pragma unroll
+    for (int i = 0; i < VW; ++i) dst[(long)(k + i) * NC] = v[i];
+  }
+  for (; k < K; ++k) dst[(long)k * NC] = src[k];
+}
