@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "aten/cl_types.h"
+#include "aten/gemm_small.h"
 #include "aten/opencl_tensor.h"
 #include "runtime/error.h"
 #include "runtime/gemm_tuning.h"
@@ -181,6 +182,8 @@ void gemm_any(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, dou
               b.size(0) == batch)), op, ": shapes ", a.sizes(), " @ ", b.sizes(), " -> ", c.sizes(), " do not match");
   if (batch == 0 || m == 0 || n == 0) return;
   if (k == 0) return scale(c, beta);
+  tocl::ensure_gemm_tuning(device_index(c));  // before any GEMM, so the tuning source reads alike either way
+  if (small_gemm(a, b, c, alpha, beta)) return;
   if (c.scalar_type() == at::kFloat) run_gemm<float>(a, b, c, alpha, beta, batch);
   else run_gemm<double>(a, b, c, alpha, beta, batch);
 }

@@ -2,8 +2,9 @@
 transposed, strided, offset and expanded operands, 0-size, alpha/beta, out= and in-place,
 float32/float64, gradients, and the ops are native (fallback mode "error").
 
-Shapes stay below 256 except one, so CLBlast's direct kernels serve them; the n=256 test
-exercises the indirect kernel with the built-in tuned parameters. Each CLBlast routine
+On CPU devices the small-GEMM kernel (test_gemm_small.py) serves most of these; test_clblast_path
+and the n=256 test switch it off, the latter exercising CLBlast's indirect kernel with the built-in
+tuned parameters. Each CLBlast routine
 and precision compiles once (several seconds cold on PoCL)."""
 import json
 import os
@@ -182,7 +183,27 @@ def test_matmul_and_linear_gradients():
         close(torch.matmul(b[:, 0].to(DEV), b[:, 0].to(DEV)), b[:, 0] @ b[:, 0])
 
 
-def test_large_gemm_uses_tuned_kernel():
+@pytest.fixture
+def clblast_only():
+    """CLBlast for every size: the small-GEMM kernel (test_gemm_small.py) switched off."""
+    from torch_opencl import _C
+    old = _C._small_gemm_limit(0)
+    yield
+    _C._small_gemm_limit(old)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_clblast_path(dtype, clblast_only):
+    a, b, c = rnd(3, 5, 7, dtype=dtype), rnd(3, 7, 4, dtype=dtype, seed=1), rnd(3, 5, 4, dtype=dtype, seed=2)
+    with native_only():
+        close(torch.mm(a[0].to(DEV), transposed(b[0])), a[0] @ b[0], dtype)
+        close(torch.addmm(c[0].to(DEV), transposed(a[0]), b[0].to(DEV), beta=0.5, alpha=2),
+              torch.addmm(c[0], a[0], b[0], beta=0.5, alpha=2), dtype)
+        close(torch.baddbmm(c.to(DEV), a.to(DEV), b.to(DEV), beta=0.5, alpha=2),
+              torch.baddbmm(c, a, b, beta=0.5, alpha=2), dtype)
+
+
+def test_large_gemm_uses_tuned_kernel(clblast_only):
     # n = 256 reaches CLBlast's indirect Xgemm kernel (with the built-in parameters on PoCL).
     a, b = rnd(256, 256), rnd(256, 256, seed=1)
     with native_only():

@@ -6,6 +6,7 @@
 #include <torch/extension.h>
 
 #include "aten/autocast.h"
+#include "aten/gemm_small.h"
 #include "aten/generator.h"
 
 #include "fallback/fallback.h"
@@ -178,6 +179,11 @@ PYBIND11_MODULE(_C, m) {
   // GEMM tuning (python -m torch_opencl.tune).
   m.def("_gemm_tuning_path", &tocl::gemm_tuning_path);
   m.def("_gemm_tuning_source", &tocl::gemm_tuning_source);
+  m.def("_small_gemm_limit", [](std::optional<int64_t> limit) {
+    const int64_t old = torch_opencl::small_gemm_limit();
+    if (limit) torch_opencl::set_small_gemm_limit(*limit);
+    return old;
+  }, py::arg("limit") = py::none());
   m.def("_gemm_builtin_parameters", &tocl::builtin_gemm_parameters);
   m.def("_gemm_override", [](int device, const std::string& kernel, int bits, const std::map<std::string, size_t>& p) {
     tocl::ensure_gemm_tuning(device);
