@@ -222,10 +222,21 @@ def test_same_tensor_as_input_and_output():
 # --- Views ----------------------------------------------------------------------------
 
 
-def test_unfold_is_a_real_view():
+# Every aten view operator now has a native kernel, so a test-only view operator with CPU and Meta
+# kernels (no opencl one) exercises how the fallback makes real views.
+_view_lib = torch.library.Library("tocl_fallback_test", "DEF")
+_view_lib.define("unfold_view(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)")
+for _key in ("CPU", "Meta"):
+    _view_lib.impl("unfold_view", lambda self, dim, size, step: self.unfold(dim, size, step), _key)
+unfold_view = torch.ops.tocl_fallback_test.unfold_view
+
+
+def test_view_op_is_a_real_view():
     base = torch.arange(6.0)
     x = base.to(DEV)
-    u = x.unfold(0, 2, 1)
+    torch.opencl.reset_fallback_stats()
+    u = unfold_view(x, 0, 2, 1)
+    assert torch.opencl.fallback_stats() == {"tocl_fallback_test::unfold_view": 1}
     torch.testing.assert_close(u.cpu(), base.unfold(0, 2, 1))
     assert u.stride() == base.unfold(0, 2, 1).stride()
     assert same_storage(u, x)
@@ -238,7 +249,7 @@ def test_unfold_is_a_real_view():
 def test_view_of_a_view_with_storage_offset():
     base = torch.arange(20.0).reshape(4, 5)
     x = base.to(DEV)
-    v = x[1:, 1:].unfold(1, 2, 2)
+    v = unfold_view(x[1:, 1:], 1, 2, 2)
     ref = base[1:, 1:].unfold(1, 2, 2)
     assert v.shape == ref.shape and v.stride() == ref.stride()
     assert v.storage_offset() == ref.storage_offset()
@@ -246,12 +257,14 @@ def test_view_of_a_view_with_storage_offset():
     assert same_storage(v, x)
 
 
-def test_view_op_autograd_through_fallback():
+def test_autograd_through_the_fallback():
     base = cpu_data(6)
     w = base.clone().to(DEV).requires_grad_()
-    (w.unfold(0, 3, 1).sin() * 2).sum().backward()
+    torch.opencl.reset_fallback_stats()
+    (torch.lgamma(w.abs() + 1).sin() * 2).sum().backward()  # lgamma and its backward's digamma: fallback
+    assert torch.opencl.fallback_stats() == {"aten::lgamma.out": 1, "aten::digamma.out": 1}
     wc = base.clone().requires_grad_()
-    (wc.unfold(0, 3, 1).sin() * 2).sum().backward()
+    (torch.lgamma(wc.abs() + 1).sin() * 2).sum().backward()
     torch.testing.assert_close(w.grad.cpu(), wc.grad)
 
 
@@ -432,10 +445,10 @@ def test_counters():
 def test_counters_name_the_overload():
     torch.opencl.reset_fallback_stats()
     x = torch.ones(3, device=DEV)
-    x.unfold(0, 2, 1)
+    torch.histc(x)
     torch.special.erfcx(x, out=torch.empty(3, device=DEV))
     stats = torch.opencl.fallback_stats()
-    assert stats == {"aten::unfold": 1, "aten::special_erfcx.out": 1}, stats
+    assert stats == {"aten::histc": 1, "aten::special_erfcx.out": 1}, stats
 
 
 def test_error_mode_in_process(restore_mode):
