@@ -74,7 +74,7 @@ def _workload():
     y = _work(x)
     a = torch.randn(64, 48, device=DEV)
     b = torch.randn(48, 32, device=DEV)
-    c = a @ b  # CLBlast's GEMM
+    c = a @ b  # our GEMM kernel on CPU devices, CLBlast's elsewhere
     return y.cpu(), (a.cpu(), b.cpu(), c.cpu())
 
 
@@ -89,7 +89,7 @@ def test_kineto_trace_has_device_kernels_linked_to_their_operators(tmp_path):
     copies = [e for e in events if e.get("cat") == "gpu_memcpy"]
     # 5 mul + 5 add, the GEMM, and linspace/randn's kernels at least.
     assert len(kernels) >= 11, [k["name"] for k in kernels]
-    assert any(k["name"].startswith("clblast::") for k in kernels)
+    assert any(ops[k["args"]["External id"]]["name"] == "aten::mm" for k in kernels)
     assert len([k for k in kernels if ops[k["args"]["External id"]]["name"] in ("aten::mul", "aten::add")]) == 10
     assert "Memcpy DtoH" in {c["name"] for c in copies}
     for k in kernels + copies:
@@ -102,6 +102,18 @@ def test_kineto_trace_has_device_kernels_linked_to_their_operators(tmp_path):
     finishes = {e["id"] for e in events if e.get("cat") == "ac2g" and e.get("ph") == "f"}
     assert len(finishes) == len(kernels) + len(copies) and finishes == starts
     assert any(e.get("cat") == "privateuse1_runtime" and e["name"] == "clEnqueueNDRangeKernel" for e in events)
+
+
+def test_kineto_trace_shows_a_clblast_routine_as_one_kernel(tmp_path):
+    from torch_opencl import _C
+    old = _C._small_gemm_limit(0)  # CLBlast for every size
+    try:
+        _workload()
+        prof, _ = _kineto_profile(_workload)
+    finally:
+        _C._small_gemm_limit(old)
+    kernels = [e for e in _trace_events(prof, tmp_path) if e.get("cat") == "kernel"]
+    assert any(k["name"].startswith("clblast::") for k in kernels), [k["name"] for k in kernels]
 
 
 def test_kineto_key_averages_report_device_time_of_opencl_operators():
