@@ -69,13 +69,7 @@ __kernel void col2im(__global const T* col, ulong col_offset, __global T* out, u
 // launches chunks of whole samples under 2^22 elements) and divisions by the float reciprocal, so
 // PoCL vectorises them across work-items (vector units have no integer division).
 
-// a / d for 0 <= a < 2^22, d >= 1, inv = 1.0f / d: the float estimate is off by at most one, then corrected.
-// (A second refinement step, for larger a, measured 20x slower on PoCL: it stops the vectoriser.)
-inline int fast_div(int a, int d, float inv) {
-  const int q = (int)((float)a * inv);
-  const int r = a - q * d;
-  return q - (r < 0 ? 1 : 0) + (r >= d ? 1 : 0);
-}
+#include "fast_div.cl"
 
 // rows (N * L, O) -> out (N, O, L) contiguous, plus bias[o] when has_bias. total = samples * O * L.
 __kernel void rows_to_channels(__global const T* rows, ulong rows_offset, __global T* out, ulong out_offset,

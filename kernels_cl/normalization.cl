@@ -217,48 +217,11 @@ __kernel void bn_backward_apply(__global T_T* grad_in, ulong gi_offset, __global
 // (PoCL vectorises these itself: vload16 where the storage type is ACC, the last partial
 // block masked). The global size is `rows` rounded up to the group; items past the end return.
 
-#define PASTE_(a, b) a##b
-#define PASTE(a, b) PASTE_(a, b)
-#define ACC16 PASTE(ACC, 16)
-#define ACC8 PASTE(ACC, 8)
-#define ACC4 PASTE(ACC, 4)
-#define ACC2 PASTE(ACC, 2)
-// 16 elements p[i .. i + 15], indices clamped to `last`; vload16 when the storage type is ACC.
-#define G(p, i, k, last) (ACC) LOAD_T(p, min((i) + k, (last)))
-#define LOAD16_CLAMPED(p, i, last)                                                                          \
-  ((ACC16)(G(p, i, 0, last), G(p, i, 1, last), G(p, i, 2, last), G(p, i, 3, last), G(p, i, 4, last),         \
-           G(p, i, 5, last), G(p, i, 6, last), G(p, i, 7, last), G(p, i, 8, last), G(p, i, 9, last),         \
-           G(p, i, 10, last), G(p, i, 11, last), G(p, i, 12, last), G(p, i, 13, last), G(p, i, 14, last),    \
-           G(p, i, 15, last)))
-#define LOAD16(p, i) \
-  (sizeof(T_T) == sizeof(ACC) ? vload16(0, (__global const ACC*)(p) + (i)) : LOAD16_CLAMPED(p, i, (i) + 15))
+#include "vec16.cl"
+
 // Block j of a row of n: whole (LOAD16) or the masked last one (lanes past the end are 0).
-#define BLOCK(p, j, n) ((j) + 16 <= (n) ? LOAD16(p, j) : keep_lanes(LOAD16_CLAMPED(p, j, (n) - 1), (n) - (j)))
-
-inline ACC16 keep_lanes(ACC16 v, long n) {
-  const ACC16 lane = (ACC16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  return select((ACC16)0, v, lane < (ACC16)(ACC)n);
-}
-
-inline ACC sum16(ACC16 a) {
-  const ACC8 b = a.lo + a.hi;
-  const ACC4 c = b.lo + b.hi;
-  const ACC2 d = c.lo + c.hi;
-  return d.x + d.y;
-}
-
-// Stores the first n (1..16) lanes of v at p[i ..].
-inline void store16(__global T_T* p, long i, ACC16 v, long n) {
-  const int whole = n >= 16, same = sizeof(T_T) == sizeof(ACC);
-  if (whole & same) {
-    vstore16(v, 0, (__global ACC*)p + i);
-    return;
-  }
-  ACC a[16];
-  vstore16(v, 0, a);
-  for (int k = 0; k < 16; ++k)
-    if (k < n) STORE_T(p, i + k, a[k]);
-}
+#define BLOCK(p, j, n) \
+  ((j) + 16 <= (n) ? LOAD16(p, j) : lane_mask_keep(LOAD16_CLAMPED(p, j, (n) - 1), (ACC16)0, (n) - (j)))
 
 __kernel void layer_norm_rows_forward(__global T_T* out, ulong out_offset, __global T_T* mean_out, ulong mean_offset,
                                       __global T_T* rstd_out, ulong rstd_offset, __global const T_T* in,
@@ -275,7 +238,7 @@ __kernel void layer_norm_rows_forward(__global T_T* out, ulong out_offset, __glo
   const ACC mean = sum16(s) / (ACC)n;
   ACC16 q = 0;
   for (long j = 0; j < n; j += 16) {
-    const ACC16 d = keep_lanes(BLOCK(x, j, n) - mean, n - j);
+    const ACC16 d = lane_mask_keep(BLOCK(x, j, n) - mean, (ACC16)0, n - j);
     q += d * d;
   }
   const ACC rstd = (ACC)1 / sqrt(sum16(q) / (ACC)n + eps);

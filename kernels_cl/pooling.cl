@@ -19,13 +19,7 @@ typedef struct {
   float inv_IW, inv_IH, inv_OW, inv_OH, inv_dH, inv_dW, inv_dilH, inv_dilW;
 } MaxPool;
 
-// a / d for 0 <= a < 2^22, d >= 1, inv = 1.0f / d: the float estimate is off by at most one, then corrected.
-// (A second refinement step, for larger a, measured 20x slower on PoCL: it stops the vectoriser.)
-inline int fast_div(int a, int d, float inv) {
-  const int q = (int)((float)a * inv);
-  const int r = a - q * d;
-  return q - (r < 0 ? 1 : 0) + (r >= d ? 1 : 0);
-}
+#include "fast_div.cl"
 
 // out and indices (position h * IW + w within the plane) as CPU: the first maximum, or the last NaN.
 // One work-item per output element.

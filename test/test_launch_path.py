@@ -8,23 +8,20 @@ import pytest
 import torch
 
 import torch_opencl  # noqa: F401
+from _device_helpers import native_only
 
 DEV = torch.device("opencl")
 
 
 @pytest.fixture
-def native_only():
-    old = torch.opencl.fallback_stats()
-    torch.opencl.set_fallback_mode("error")
-    try:
+def native():
+    """The test's operators must all be native (the fallback refuses)."""
+    with native_only():
         yield
-    finally:
-        torch.opencl.set_fallback_mode("silent")
-    assert torch.opencl.fallback_stats() == old
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int32])
-def test_contiguous_and_strided_kernels_of_one_program_interleave(native_only, dtype):
+def test_contiguous_and_strided_kernels_of_one_program_interleave(native, dtype):
     # Both kernels come from one program (same dtypes and expression): each lookup by name must
     # return its own kernel, also when calls alternate.
     base = torch.arange(64, dtype=dtype).reshape(8, 8)
@@ -36,7 +33,7 @@ def test_contiguous_and_strided_kernels_of_one_program_interleave(native_only, d
         torch.testing.assert_close((a[:, ::2] + b[:, 1::2]).cpu(), base[:, ::2] + other[:, 1::2])
 
 
-def test_one_launch_per_small_add(native_only):
+def test_one_launch_per_small_add(native):
     a = torch.randn(1024, device=DEV)
     b = torch.randn(1024, device=DEV)
     out = torch.empty(1024, device=DEV)
