@@ -152,6 +152,8 @@ def test_generic_stream_and_event_methods():
     end = torch.Event(device="opencl", enable_timing=True)
     assert start.query()  # not recorded yet: counts as done
     x = torch.ones(1 << 20, device=DEV)
+    # x is filled on the default stream: s1 must wait for it before reading it (as on CUDA).
+    s1.wait_stream(torch.accelerator.current_stream())
     with s1:  # torch.Stream is a context manager that sets the current stream
         assert torch.accelerator.current_stream() == s1
         start.record(s1)
