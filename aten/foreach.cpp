@@ -121,20 +121,7 @@ std::optional<Scalars> tensor_scalar(const Tensor& other, const Tensor& ref, dou
   return Scalars{{0.0}, alpha, other};
 }
 
-// Kernel arguments, set in order.
-class Args {
- public:
-  explicit Args(cl_kernel k) : k_(k) {}
-  template <typename T>
-  Args& set(const T& v) {
-    TOCL_CHECK(clSetKernelArg(k_, index_++, sizeof(T), &v));
-    return *this;
-  }
-
- private:
-  cl_kernel k_;
-  cl_uint index_ = 0;
-};
+using Args = tocl::ArgSetter;
 
 // The buffers and element offsets of tensors [begin, begin + used) of a list; empty
 // tensors and unused slots get `dummy` (they are never read).

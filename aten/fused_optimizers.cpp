@@ -46,12 +46,8 @@ at::Tensor device_float(const at::Tensor& t, c10::Device device, const char* wha
 // Kernel arguments of several widths, set in order.
 class Args {
  public:
-  Args(cl_kernel k, bool wide) : k_(k), wide_(wide) {}
-  Args& buf(const at::Tensor& t) {
-    const auto b = buffer_arg(t);
-    set(b.buffer);
-    return set(static_cast<cl_ulong>(b.offset));
-  }
+  Args(cl_kernel k, bool wide) : args_(k), wide_(wide) {}
+  Args& buf(const at::Tensor& t) { return set(buffer_arg(t)); }
   Args& math(double v) { return wide_ ? set(static_cast<cl_double>(v)) : set(static_cast<cl_float>(v)); }
   Args& flag(bool v) { return set(static_cast<cl_int>(v)); }
   Args& ulong(uint64_t v) { return set(static_cast<cl_ulong>(v)); }
@@ -62,14 +58,13 @@ class Args {
   }
   template <typename T>
   Args& set(const T& v) {
-    TOCL_CHECK(clSetKernelArg(k_, index_++, sizeof(T), &v));
+    args_.set(v);
     return *this;
   }
 
  private:
-  cl_kernel k_;
+  tocl::ArgSetter args_;
   bool wide_;
-  cl_uint index_ = 0;
 };
 
 // Runs `body(i, contiguous tensors...)` for each parameter: tensors that are not

@@ -130,27 +130,45 @@ void sort_rows(const Tensor& in, int64_t rows, int64_t n, bool desc, const Tenso
   tocl::enqueue_1d(device, stream, write, rows * n);
 }
 
-// values and indices (any layout, self's shape) = self sorted along dim.
-void sort_into(const Tensor& self, int64_t dim, bool desc, const Tensor& values, const Tensor& indices) {
+// Checks shared by sort and topk; true when nothing is left to do: no elements (`empty`), or a 0-d
+// self (its value, index 0).
+bool trivial_rows(const char* op, const Tensor& self, bool empty, const Tensor& values, const Tensor& indices) {
   check_same_device({self, values, indices});
-  const c10::DeviceGuard guard(self.device());
-  check_device_supports(self.scalar_type(), device_index(self), "sort");
-  if (self.numel() == 0) return;
+  check_device_supports(self.scalar_type(), device_index(self), op);
+  if (empty) return true;
   if (self.dim() == 0) {
     values.copy_(self);
     indices.zero_();
-    return;
+    return true;
   }
+  return false;
+}
+
+// Outputs with `dim` moved last, written directly when that is contiguous, else through a
+// contiguous temporary that finish() copies back.
+struct LastDimOutputs {
+  LastDimOutputs(const Tensor& values, const Tensor& indices, int64_t dim)
+      : v(values.movedim(dim, -1)),
+        i(indices.movedim(dim, -1)),
+        values(v.is_contiguous() ? v : at::empty(v.sizes(), v.options())),
+        indices(i.is_contiguous() ? i : at::empty(i.sizes(), i.options())) {}
+  void finish() {
+    if (!v.is_contiguous()) v.copy_(values);
+    if (!i.is_contiguous()) i.copy_(indices);
+  }
+  Tensor v, i, values, indices;
+};
+
+// values and indices (any layout, self's shape) = self sorted along dim.
+void sort_into(const Tensor& self, int64_t dim, bool desc, const Tensor& values, const Tensor& indices) {
+  const c10::DeviceGuard guard(self.device());
+  if (trivial_rows("sort", self, self.numel() == 0, values, indices)) return;
   dim = at::maybe_wrap_dim(dim, self.dim());
   const int64_t n = self.size(dim);
   const auto in = self.movedim(dim, -1).contiguous();
-  auto v = values.movedim(dim, -1);
-  auto i = indices.movedim(dim, -1);
-  auto vt = v.is_contiguous() ? v : at::empty(in.sizes(), values.options());
-  auto it = i.is_contiguous() ? i : at::empty(in.sizes(), indices.options());
-  sort_rows(in, in.numel() / n, n, desc, vt, it);
-  if (!v.is_contiguous()) v.copy_(vt);
-  if (!i.is_contiguous()) i.copy_(it);
+  LastDimOutputs out(values, indices, dim);
+  sort_rows(in, in.numel() / n, n, desc, out.values, out.indices);
+  out.finish();
 }
 
 std::tuple<Tensor, Tensor> sort_stable(const Tensor& self, std::optional<bool> stable, int64_t dim, bool descending) {
@@ -174,30 +192,20 @@ std::tuple<Tensor&, Tensor&> sort_stable_out(const Tensor& self, std::optional<b
 
 void topk_into(const Tensor& self, int64_t k, int64_t dim, bool largest, const Tensor& values,
                const Tensor& indices) {
-  check_same_device({self, values, indices});
   const c10::DeviceGuard guard(self.device());
-  check_device_supports(self.scalar_type(), device_index(self), "topk");
-  if (values.numel() == 0) return;
-  if (self.dim() == 0) {
-    values.copy_(self);
-    indices.zero_();
-    return;
-  }
+  if (trivial_rows("topk", self, values.numel() == 0, values, indices)) return;
   dim = at::maybe_wrap_dim(dim, self.dim());
   const int64_t n = self.size(dim);
   if (k <= kSmallRow && n < INT_MAX) {  // one pass over each row keeping the first k
     const auto in = self.movedim(dim, -1).contiguous();
-    auto v = values.movedim(dim, -1);
-    auto i = indices.movedim(dim, -1);
-    auto vt = v.is_contiguous() ? v : at::empty(v.sizes(), values.options());
-    auto it = i.is_contiguous() ? i : at::empty(i.sizes(), indices.options());
+    LastDimOutputs out(values, indices, dim);
     const int64_t rows = in.numel() / n;
     cl_kernel kernel = dtype_kernel(in, "sort.cl", "topk_small");
-    tocl::set_args(kernel, buffer_arg(vt), buffer_arg(it), buffer_arg(in), static_cast<cl_long>(rows),
-                   static_cast<cl_int>(n), static_cast<cl_int>(k), static_cast<cl_int>(largest));
+    tocl::set_args(kernel, buffer_arg(out.values), buffer_arg(out.indices), buffer_arg(in),
+                   static_cast<cl_long>(rows), static_cast<cl_int>(n), static_cast<cl_int>(k),
+                   static_cast<cl_int>(largest));
     tocl::enqueue_1d(device_index(in), current_stream_of(in), kernel, rows);
-    if (!v.is_contiguous()) v.copy_(vt);
-    if (!i.is_contiguous()) i.copy_(it);
+    out.finish();
     return;
   }
   auto sorted_values = at::empty(self.sizes(), self.options());

@@ -48,6 +48,22 @@ void set_args(cl_kernel kernel, const Args&... args) {
   (detail::set_arg(kernel, index, args), ...);
 }
 
+// Arguments set one at a time, in order: for kernels whose argument count depends on a list
+// (set_args takes a fixed one). The same conversions as set_args.
+class ArgSetter {
+ public:
+  explicit ArgSetter(cl_kernel kernel) : kernel_(kernel) {}
+  template <typename T>
+  ArgSetter& set(const T& value) {
+    detail::set_arg(kernel_, index_, value);
+    return *this;
+  }
+
+ private:
+  cl_kernel kernel_;
+  cl_uint index_ = 0;
+};
+
 // Enqueues a 1-D launch of `global` work items (rounded up to the work-group
 // size; kernels bound-check against their own count argument).
 void enqueue_1d(int device, int stream, cl_kernel kernel, size_t global, size_t local = 0);
