@@ -6,10 +6,10 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
-#include "aten/cl_types.h"
+#include "aten/kernel_support/cl_types.h"
 #include "aten/copy_kernels.h"
 #include "aten/minimal_ops.h"
-#include "aten/opencl_tensor.h"
+#include "aten/kernel_support/opencl_tensor.h"
 #include "runtime/host_allocator.h"
 #include "runtime/memcpy.h"
 

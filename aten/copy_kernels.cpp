@@ -7,9 +7,9 @@
 #include <mutex>
 #include <tuple>
 
-#include "aten/cl_types.h"
-#include "aten/opencl_tensor.h"
-#include "aten/tiled_geometry.h"
+#include "aten/kernel_support/cl_types.h"
+#include "aten/kernel_support/opencl_tensor.h"
+#include "aten/kernel_support/tiled_geometry.h"
 #include "runtime/embedded_sources.h"
 #include "runtime/memcpy.h"
 #include "runtime/program_cache.h"

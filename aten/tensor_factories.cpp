@@ -1,7 +1,7 @@
 #include <ATen/EmptyTensor.h>
 #include <c10/core/DeviceGuard.h>
 
-#include "aten/cl_types.h"
+#include "aten/kernel_support/cl_types.h"
 #include "aten/minimal_ops.h"
 
 namespace torch_opencl {

@@ -1,4 +1,4 @@
-"""Optimizer steps over many parameters: the _foreach_* kernels (aten/foreach.cpp).
+"""Optimizer steps over many parameters: the _foreach_* kernels (aten/native/foreach.cpp).
 
 An AdamW step (and an SGD-momentum step, and clip_grad_norm_) over --params parameters of
 mixed sizes (weights and biases of a stack of layers), on cpu and opencl in one run:

@@ -14,7 +14,7 @@ class OperatorHandle;
 namespace torch_opencl {
 
 // The boxed fallback itself, for kernels that hand a call they cannot take over to it
-// (aten/dtype_fallback.h); with a FallbackReason alive, its warning and error say why.
+// (aten/kernel_support/dtype_fallback.h); with a FallbackReason alive, its warning and error say why.
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
 // While alive (one thread), the fallback's messages say the operator's kernel refused

@@ -1,5 +1,5 @@
 // Strided copy with dtype conversion. The host prepends the definitions of
-// SRC_T/DST_T and LOAD_SRC/STORE_DST for the dtype pair (aten/cl_types.cpp), the
+// SRC_T/DST_T and LOAD_SRC/STORE_DST for the dtype pair (aten/kernel_support/cl_types.cpp), the
 // index width and tiled_index.cl (NOPS 2: dst, src), so one program serves one pair
 // and index width, whatever the shapes and strides.
 

@@ -1,5 +1,5 @@
-// Multi-tensor apply for the _foreach_* operators (aten/foreach.cpp), one program
-// per dtype (aten/kernel_program.h prepends T_T, LOAD_T, STORE_T, ACC and WG).
+// Multi-tensor apply for the _foreach_* operators (aten/native/foreach.cpp), one program
+// per dtype (aten/kernel_support/kernel_program.h prepends T_T, LOAD_T, STORE_T, ACC and WG).
 //
 // OpenCL 1.2 has no arrays of pointers, so a launch takes up to NT tensors per
 // list as separate buffer arguments (LIST(p): p0..p15 and their element offsets

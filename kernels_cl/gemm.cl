@@ -1,5 +1,5 @@
 // Small and medium GEMMs for CPU OpenCL drivers (PoCL): C = alpha * A @ B + beta * C over a batch.
-// The host (aten/gemm_small.cpp) prepends the prelude and:
+// The host (aten/native/gemm_small.cpp) prepends the prelude and:
 //   T       float or double
 //   VW      the vector width (elements per native register: 16 floats on AVX-512, 8 on AVX2)
 //   TM      rows of C per work-item (accumulators: TM * TNV vectors)

@@ -1,6 +1,6 @@
 // Index-driven gathers over contiguous tensors: index_select, embedding's
 // backward, tril/triu. T_T is the data dtype, I_T the index dtype. Indices were
-// bounds-checked on the host side (aten/index_bounds.cpp).
+// bounds-checked on the host side (aten/native/index_bounds.cpp).
 
 // out (outer, K, inner) [o, k, i] = in (outer, D, inner) [o, index[k], i].
 __kernel void index_select(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset,

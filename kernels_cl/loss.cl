@@ -1,6 +1,6 @@
 // Negative log-likelihood loss over input (N, C, S) and target (N, S), contiguous
 // (nll_loss: S = 1; nll_loss2d: S = H * W). `weight` (C) is read only when has_weight.
-// Targets were bounds-checked on the host side (aten/index_bounds.cpp).
+// Targets were bounds-checked on the host side (aten/native/index_bounds.cpp).
 
 inline ACC class_weight(__global const T_T* weight, ulong w_offset, int has_weight, long t) {
   return has_weight ? (ACC)LOAD_T(weight, w_offset + t) : (ACC)1;

@@ -1,4 +1,4 @@
-// Stream compaction in element order: nonzero, masked_select, masked_scatter_ (aten/nonzero.cpp).
+// Stream compaction in element order: nonzero, masked_select, masked_scatter_ (aten/native/nonzero.cpp).
 // Pass 1 counts the nonzero flags of each chunk of `chunk` elements (one work-item per chunk),
 // pass 2 turns the counts into exclusive offsets in one work-group (and appends the total, which
 // the host reads back for the result's size), pass 3 walks each chunk again and writes in order.

@@ -1,5 +1,5 @@
 // Fused optimizer steps (torch.optim's fused=True), one program per parameter
-// dtype. aten/fused_optimizers.cpp prepends the prelude and P_T, LOAD_P,
+// dtype. aten/native/fused_optimizers.cpp prepends the prelude and P_T, LOAD_P,
 // STORE_P (operand_defines for the parameter dtype; gradients and states share
 // it). Math is in M_T (double for float64 parameters, float otherwise), in the
 // order ATen's CPU fused kernels use. Optional tensors (step, lr, grad_scale,

@@ -1,5 +1,5 @@
 // Pointwise kernels, generated per operator and dtype signature. The host
-// (aten/pointwise.cpp) prepends: the prelude and pointwise_functions.cl, and
+// (aten/native/pointwise.cpp) prepends: the prelude and pointwise_functions.cl, and
 //   C_T, CONV_C(x)           the compute type and the conversion into it
 //   OUT_T, STORE_OUT         the output operand (operand_defines in cl_types.cpp)
 //   IN<k>_T, LOAD_IN<k>      inputs 0..NIN-1; IN<k>_SCALAR when input k is a host scalar

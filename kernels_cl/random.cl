@@ -1,5 +1,5 @@
 // Random distributions over a counter-based Philox-4x32-10 generator, one
-// program per output dtype (aten/random.cpp prepends the prelude and
+// program per output dtype (aten/native/random.cpp prepends the prelude and
 //   OUT_T, LOAD_OUT, STORE_OUT   the output operand (operand_defines)
 //   F_IS_DOUBLE                  1 when the output is float64: uniforms then carry 53 bits
 // Work item g draws one Philox block: counter = block + g (64 bits, words 0-1),

@@ -1,5 +1,5 @@
 // Reductions, one program per (input, accumulate, output) dtype signature.
-// The host (aten/reduce.cpp) prepends the prelude and:
+// The host (aten/native/reduce.cpp) prepends the prelude and:
 //   IN_T, LOAD_IN, OUT_T, STORE_OUT   operands (operand_defines in cl_types.cpp)
 //   ACC_T                             the accumulate type; ACC_IS_FLOAT 1 for float/double
 //   ACC_LOWEST, ACC_HIGHEST           identities of max and min

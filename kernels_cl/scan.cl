@@ -1,5 +1,5 @@
 // Inclusive scans along one dim, one program per (input, accumulate, output)
-// dtype signature. The host (aten/scan.cpp) prepends the prelude and
+// dtype signature. The host (aten/native/scan.cpp) prepends the prelude and
 // IN_T/LOAD_IN, OUT_T/STORE_OUT, ACC_T and ACC_IS_FLOAT (1 for float/double).
 // One work-item scans one line; the other dims' sizes and strides are
 // arguments (innermost first, so adjacent items read adjacent memory).

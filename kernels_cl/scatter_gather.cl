@@ -1,7 +1,7 @@
 // Index-driven gathers and scatters over strided tensors: gather / scatter / scatter_add /
-// scatter_reduce along a dim (aten/scatter_gather.cpp) and advanced indexing, index / index_put_
-// (aten/advanced_index.cpp). Indices were bounds-checked on the host side (aten/index_bounds.cpp).
-// Defined by aten/scatter_program.cpp: T_T/LOAD_T/STORE_T (data), I_T/LOAD_I (index), ACC (the type
+// scatter_reduce along a dim (aten/native/scatter_gather.cpp) and advanced indexing, index / index_put_
+// (aten/native/advanced_index.cpp). Indices were bounds-checked on the host side (aten/native/index_bounds.cpp).
+// Defined by aten/native/scatter_program.cpp: T_T/LOAD_T/STORE_T (data), I_T/LOAD_I (index), ACC (the type
 // reductions combine in), ACC_ISNAN, T_SIZE (bytes per element), and TOCL_INT64_ATOMICS where the
 // device has cl_khr_int64_base_atomics.
 #ifdef TOCL_INT64_ATOMICS
@@ -9,7 +9,7 @@
 #endif
 
 // Sizes and element strides of three operands over one iteration shape (row-major, last dim
-// fastest), as aten/scatter_program.h builds it. Every kernel below says what its operands are.
+// fastest), as aten/native/scatter_program.h builds it. Every kernel below says what its operands are.
 #define MAX_DIMS 8
 typedef struct {
   long ndim;
@@ -76,7 +76,7 @@ inline void cursor_step(const Geometry* g, Cursor* c) {
     }                                                                              \
   }
 
-// Reduction codes (enum Update in aten/scatter_program.h).
+// Reduction codes (enum Update in aten/native/scatter_program.h).
 #define UPDATE_ASSIGN 0
 #define UPDATE_ADD 1
 #define UPDATE_MUL 2

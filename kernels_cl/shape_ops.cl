@@ -1,4 +1,4 @@
-// Gathers that rearrange a tensor without arithmetic: flip, roll, repeat (aten/shape_ops.cpp).
+// Gathers that rearrange a tensor without arithmetic: flip, roll, repeat (aten/native/shape_ops.cpp).
 // For every output element (coordinates i_d, innermost dim first) the source coordinate is
 //   c_d = ((flip_d ? out_size_d - 1 - i_d : i_d) + shift_d) % in_size_d
 // flip: flip_d set; roll: shift_d = the roll's complement; repeat: out_size_d = in_size_d * repeats_d.

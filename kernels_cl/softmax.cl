@@ -2,7 +2,7 @@
 // viewed as (outer, dim, inner), contiguous; a row is the `dim` elements at one
 // (outer, inner) pair, stride `inner`. Math in ACC (float for float/half/bfloat16).
 //
-// Three ways to launch, chosen by the host (aten/softmax.cpp) for PoCL's CPU vectoriser:
+// Three ways to launch, chosen by the host (aten/native/softmax.cpp) for PoCL's CPU vectoriser:
 //   *_rows        inner == 1: one work-item per row, walking it 16 elements at a time in
 //                 ACC16 vectors (vload16 for float/double), the last partial block masked.
 //   *_rows_group  inner == 1 and few rows: one work-group per row, each work-item a

@@ -1,4 +1,4 @@
-// Sorting the rows of a contiguous (rows, n) tensor: sort, argsort, topk (aten/sort.cpp).
+// Sorting the rows of a contiguous (rows, n) tensor: sort, argsort, topk (aten/native/sort.cpp).
 // T_T/T_CT/LOAD_T/STORE_T: the data dtype (keys are held in T_CT, float for half/bfloat16).
 // Every kernel orders (key, original position) pairs: NaN is the largest key, as on CPU, and
 // equal keys keep their original order (ties go to the smaller position), so the result is

@@ -1,5 +1,5 @@
 // Strided indexing shared by the strided kernels of copy.cl and pointwise.cl. The host
-// (aten/tiled_geometry.cpp) prepends MAX_DIMS, NOPS (operand slots, output first) and
+// (aten/kernel_support/tiled_geometry.cpp) prepends MAX_DIMS, NOPS (operand slots, output first) and
 //   IDX_T / SIDX_T   uint / int, or ulong / long where an operand's extent or the element
 //                    count needs 64 bits
 // and fills TiledGeometry from a TensorIterator (dims innermost first, already coalesced).

@@ -1,5 +1,5 @@
 """Calls a kernel cannot take (complex dtypes) run on the CPU fallback, counted and governed by the
-fallback mode like operators without a kernel (aten/dtype_fallback.h)."""
+fallback mode like operators without a kernel (aten/kernel_support/dtype_fallback.h)."""
 import pytest
 import torch
 

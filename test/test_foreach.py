@@ -1,4 +1,4 @@
-"""The _foreach_* operators (aten/foreach.cpp) against CPU: every overload torch.optim's
+"""The _foreach_* operators (aten/native/foreach.cpp) against CPU: every overload torch.optim's
 SGD/Adam/AdamW and clip_grad_norm_ use, in place and out of place, over lists of mixed
 sizes (empty and 0-d tensors among them), a list longer than one launch's 16 tensors,
 and a list with a non-dense tensor that takes ATen's per-tensor path; all native.

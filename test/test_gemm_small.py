@@ -1,4 +1,4 @@
-"""The small-GEMM kernel (kernels_cl/gemm.cl, aten/gemm_small.cpp) that serves mm/addmm/bmm/baddbmm on
+"""The small-GEMM kernel (kernels_cl/gemm.cl, aten/native/gemm_small.cpp) that serves mm/addmm/bmm/baddbmm on
 CPU OpenCL devices, against CPU: sizes 1..67 around the tile edges, transposed/sliced/strided operands
 (packed or read in place), batch strides including 0 (expanded), alpha/beta with NaN in the output when
 beta == 0, float32 and float64; and the switch to CLBlast above the size limit."""

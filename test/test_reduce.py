@@ -1,4 +1,4 @@
-"""Reductions and scans (aten/reduce.cpp, aten/reduce_ops.cpp, aten/scan.cpp) against CPU PyTorch.
+"""Reductions and scans (aten/native/reduce.cpp, aten/native/reduce_ops.cpp, aten/native/scan.cpp) against CPU PyTorch.
 
 Every comparison runs the opencl side under fallback mode "error", so an operator that
 silently went to the CPU fallback fails the test. Each (input, accumulate, output) dtype
@@ -165,7 +165,7 @@ def test_large():
     compare_with_cpu(lambda t: (t.sum(1), t.max(1), t.std(1), t.sum(0)), z, rtol=1e-4, atol=1e-4)
 
 
-# Shapes that reach each launch of aten/reduce.cpp: groups (with chunks and runs over several
+# Shapes that reach each launch of aten/native/reduce.cpp: groups (with chunks and runs over several
 # reduced dims), a work-item per contiguous row (many outputs), and reduce_outer for strided
 # reductions (one chunk, several chunks with the second pass, reduced dims that do not merge).
 PATH_CASES = {

@@ -1,4 +1,4 @@
-"""The strided kernels' index scheme (kernels_cl/tiled_index.cl, aten/tiled_geometry.cpp):
+"""The strided kernels' index scheme (kernels_cl/tiled_index.cl, aten/kernel_support/tiled_geometry.cpp):
 strided copies, strided fills and the elementwise engine over non-contiguous operands,
 against CPU PyTorch.
 

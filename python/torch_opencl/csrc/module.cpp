@@ -6,7 +6,7 @@
 #include <torch/extension.h>
 
 #include "aten/autocast.h"
-#include "aten/gemm_small.h"
+#include "aten/native/gemm_small.h"
 #include "aten/generator.h"
 
 #include "fallback/fallback.h"

@@ -1,0 +1,192 @@
+// Registration of the BLAS operators (aten/native/blas.cpp computes). ATen's structured
+// meta functions check shapes and dtypes as on CPU. Dtypes CLBlast does not
+// compute (integers, half, bfloat16) run on the CPU, counted as fallbacks.
+#include <ATen/ATen.h>
+#include <ATen/MetaFunctions.h>
+#include <torch/library.h>
+
+#include "aten/native/blas.h"
+#include "aten/kernel_support/dtype_fallback.h"
+#include "aten/kernel_support/structured.h"
+#include "fallback/fallback.h"
+
+namespace torch_opencl {
+namespace {
+
+template <class F>
+void on_cpu(const char* name, const at::Tensor& result, F compute) {
+  record_fallback_call(name);
+  result.copy_(compute());
+}
+
+// structured.h's wrappers serve TensorIterator metas; these serve MetaBase ones (whose
+// set_output_raw_strided base only asserts): functional (allocates) and out=/in-place.
+template <class Meta>
+struct Functional final : public Meta {
+  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions o) override {
+    out_ = structured_detail::create_out(sizes, strides, o);
+  }
+  void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions o) override {
+    out_ = structured_detail::create_out(sizes, strides, o);
+  }
+  const at::Tensor& maybe_get_output(int64_t) override { return out_; }
+  at::Tensor take() { return std::move(out_); }
+  at::Tensor out_;
+};
+
+template <class Meta>
+struct Out final : public Meta {
+  Out(const at::Tensor& out, bool in_place = false) : out_(out), in_place_(in_place) {}
+  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions o) override {
+    set(sizes, strides, o);
+  }
+  void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions o) override {
+    set(sizes, strides, o);
+  }
+  const at::Tensor& maybe_get_output(int64_t) override { return out_; }
+  void finish() {}
+  const at::Tensor& out_;
+  bool in_place_;
+
+ private:
+  void set(at::IntArrayRef sizes, at::IntArrayRef strides, const at::TensorOptions& o) {
+    if (in_place_) {
+      TORCH_CHECK(o.dtype() == out_.dtype(), "Bad in-place call: input tensor dtype ", out_.dtype(),
+                  " and output tensor dtype ", o.dtype(), " should match");
+      TORCH_CHECK(sizes == out_.sizes(), "Bad in-place call: input tensor size ", out_.sizes(),
+                  " and output tensor size ", sizes, " should match");
+    } else {
+      structured_detail::resize_out(out_, sizes, strides, o);
+    }
+  }
+};
+
+at::Tensor cpu(const at::Tensor& t) { return t.to(at::kCPU); }
+
+void check_device(const char* op, const at::Tensor& out, std::initializer_list<const at::Tensor*> ts) {
+  for (const at::Tensor* t : ts)
+    TORCH_CHECK(t->device() == out.device(), op, ": expected all tensors to be on the same device, but found ",
+                out.device(), " and ", t->device());
+}
+
+// result = beta * self + alpha * (m1 @ m2), self broadcast to result.
+void addmm_impl(const at::Tensor& self, const at::Tensor& m1, const at::Tensor& m2, const c10::Scalar& beta,
+                const c10::Scalar& alpha, const at::Tensor& result, bool batched, const char* name) {
+  check_device(name, result, {&self, &m1, &m2});
+  if (!blas_supports(result.scalar_type())) {
+    return on_cpu(name, result, [&] {
+      return batched ? at::baddbmm(cpu(self), cpu(m1), cpu(m2), beta, alpha)
+                     : at::addmm(cpu(self), cpu(m1), cpu(m2), beta, alpha);
+    });
+  }
+  const double b = beta.toDouble();
+  if (b != 0 && !result.is_same(self)) result.copy_(self.expand(result.sizes()));
+  if (batched) gemm_batched(m1, m2, result, alpha.toDouble(), b);
+  else gemm(m1, m2, result, alpha.toDouble(), b);
+}
+
+#define STRUCTURED_FORMS(NAME, META, PARAMS, ARGS, BODY)                  \
+  at::Tensor NAME(PARAMS) {                                               \
+    Functional<at::meta::META> op;                              \
+    op.meta(ARGS);                                                        \
+    const at::Tensor& result = op.maybe_get_output(0);                    \
+    BODY;                                                                 \
+    return op.take();                                                     \
+  }                                                                       \
+  at::Tensor& NAME##_out(PARAMS, at::Tensor& out) {                       \
+    Out<at::meta::META> op(out);                                \
+    op.meta(ARGS);                                                        \
+    const at::Tensor& result = op.maybe_get_output(0);                    \
+    BODY;                                                                 \
+    op.finish();                                                          \
+    return out;                                                           \
+  }
+
+#define COMMA ,
+
+STRUCTURED_FORMS(mm, structured_mm, const at::Tensor& self COMMA const at::Tensor& mat2, self COMMA mat2, {
+  check_device("mm", result, {&self, &mat2});
+  if (blas_supports(result.scalar_type())) gemm(self, mat2, result, 1, 0);
+  else on_cpu("aten::mm", result, [&] { return at::mm(cpu(self), cpu(mat2)); });
+})
+
+STRUCTURED_FORMS(bmm, structured_bmm, const at::Tensor& self COMMA const at::Tensor& mat2, self COMMA mat2, {
+  check_device("bmm", result, {&self, &mat2});
+  if (blas_supports(result.scalar_type())) gemm_batched(self, mat2, result, 1, 0);
+  else on_cpu("aten::bmm", result, [&] { return at::bmm(cpu(self), cpu(mat2)); });
+})
+
+#define ADD_PARAMS(A, B)                                                                        \
+  const at::Tensor& self COMMA const at::Tensor& A COMMA const at::Tensor& B COMMA const c10::Scalar& beta \
+      COMMA const c10::Scalar& alpha
+#define ADD_ARGS(A, B) self COMMA A COMMA B COMMA beta COMMA alpha
+
+STRUCTURED_FORMS(addmm, structured_addmm, ADD_PARAMS(mat1, mat2), ADD_ARGS(mat1, mat2),
+                 addmm_impl(self, mat1, mat2, beta, alpha, result, false, "aten::addmm"))
+STRUCTURED_FORMS(baddbmm, structured_baddbmm, ADD_PARAMS(batch1, batch2), ADD_ARGS(batch1, batch2),
+                 addmm_impl(self, batch1, batch2, beta, alpha, result, true, "aten::baddbmm"))
+
+void addmv_impl(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const c10::Scalar& beta,
+                const c10::Scalar& alpha, const at::Tensor& result) {
+  check_device("addmv", result, {&self, &mat, &vec});
+  if (!blas_supports(result.scalar_type()))
+    return on_cpu("aten::addmv", result, [&] { return at::addmv(cpu(self), cpu(mat), cpu(vec), beta, alpha); });
+  const double b = beta.toDouble();
+  if (b != 0 && !result.is_same(self)) result.copy_(self.expand(result.sizes()));
+  gemv(mat, vec, result, alpha.toDouble(), b);
+}
+
+STRUCTURED_FORMS(addmv, structured_addmv, ADD_PARAMS(mat, vec), ADD_ARGS(mat, vec),
+                 addmv_impl(self, mat, vec, beta, alpha, result))
+
+// In-place forms: self is the output.
+#define INPLACE(NAME, META, A, B, BODY)                                                   \
+  at::Tensor& NAME##_(at::Tensor& self, const at::Tensor& A, const at::Tensor& B, const c10::Scalar& beta, \
+                      const c10::Scalar& alpha) {                                         \
+    Out<at::meta::META> op(self, /*in_place=*/true);                            \
+    op.meta(self, A, B, beta, alpha);                                                     \
+    const at::Tensor& result = op.maybe_get_output(0);                                    \
+    BODY;                                                                                 \
+    op.finish();                                                                          \
+    return self;                                                                          \
+  }
+INPLACE(addmm, structured_addmm, mat1, mat2, addmm_impl(self, mat1, mat2, beta, alpha, result, false, "aten::addmm_"))
+INPLACE(baddbmm, structured_baddbmm, batch1, batch2,
+        addmm_impl(self, batch1, batch2, beta, alpha, result, true, "aten::baddbmm_"))
+INPLACE(addmv, structured_addmv, mat, vec, addmv_impl(self, mat, vec, beta, alpha, result))
+
+at::Tensor dot_op(const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(self.dim() == 1 && other.dim() == 1, "1D tensors expected, but got ", self.dim(), "D and ",
+              other.dim(), "D tensors");
+  TORCH_CHECK(self.scalar_type() == other.scalar_type(), "dot : expected both vectors to have same dtype, but found ",
+              self.scalar_type(), " and ", other.scalar_type());
+  TORCH_CHECK(self.numel() == other.numel(), "inconsistent tensor size, expected tensor [", self.numel(),
+              "] and src [", other.numel(), "] to have the same number of elements, but got ", self.numel(),
+              " and ", other.numel(), " elements respectively");
+  auto out = at::empty({}, self.options());
+  check_device("dot", out, {&other});
+  if (blas_supports(self.scalar_type())) torch_opencl::dot(self, other, out);
+  else on_cpu("aten::dot", out, [&] { return at::dot(cpu(self), cpu(other)); });
+  return out;
+}
+
+}  // namespace
+
+TOCL_LIBRARY_IMPL(m) {
+  m.impl("mm", TORCH_FN(mm));
+  m.impl("mm.out", TORCH_FN(mm_out));
+  m.impl("bmm", TORCH_FN(bmm));
+  m.impl("bmm.out", TORCH_FN(bmm_out));
+  m.impl("addmm", TORCH_FN(addmm));
+  m.impl("addmm.out", TORCH_FN(addmm_out));
+  m.impl("addmm_", TORCH_FN(addmm_));
+  m.impl("baddbmm", TORCH_FN(baddbmm));
+  m.impl("baddbmm.out", TORCH_FN(baddbmm_out));
+  m.impl("baddbmm_", TORCH_FN(baddbmm_));
+  m.impl("addmv", TORCH_FN(addmv));
+  m.impl("addmv.out", TORCH_FN(addmv_out));
+  m.impl("addmv_", TORCH_FN(addmv_));
+  m.impl("dot", TORCH_FN(dot_op));
+}
+
+}  // namespace torch_opencl

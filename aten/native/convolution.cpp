@@ -1,0 +1,343 @@
+// Convolution reaches PrivateUse1 as convolution_overrideable and
+// convolution_backward_overrideable (ATen has checked the shapes by then).
+// 1-D and 2-D convolutions of float32/float64, transposed ones included, run natively: im2col
+// (kernels_cl/im2col.cl) laid out (N*L, C*KH*KW) and one CLBlast GEMM per group
+// over the whole batch, col2im for grad_input, GEMM for grad_weight, GEMV with a
+// ones vector for grad_bias. The GEMMs' (N * L, O) rows reach the NCHW output through
+// rows_to_channels (adding the bias), and grad_output becomes rows through channels_to_rows
+// (a view when grad_output is channels_last). A transposed convolution is the adjoint of a regular
+// one: its forward is that one's input gradient (GEMM + col2im), its grad_input
+// that one's forward. 3-D convolutions and other dtypes run CPU's convolution on
+// copies, counted as fallbacks.
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "aten/native/blas.h"
+#include "aten/kernel_support/cl_types.h"
+#include "aten/kernel_support/dtype_fallback.h"
+#include "aten/kernel_support/opencl_tensor.h"
+#include "fallback/fallback.h"
+#include "runtime/embedded_sources.h"
+#include "runtime/program_cache.h"
+
+namespace torch_opencl {
+namespace {
+
+// --- CPU path (3-D, dtypes CLBlast does not compute)
+
+at::Tensor to_cpu(const at::Tensor& t) { return t.defined() ? t.to(at::kCPU) : t; }
+
+at::Tensor convolution_on_cpu(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                              at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
+                              bool transposed, at::IntArrayRef output_padding, int64_t groups) {
+  record_fallback_call("aten::convolution_overrideable");
+  std::optional<at::Tensor> cpu_bias;
+  if (bias && bias->defined()) cpu_bias = to_cpu(*bias);
+  const auto out = at::convolution(to_cpu(input), to_cpu(weight), cpu_bias, stride, padding, dilation, transposed,
+                                   output_padding, groups);
+  return out.to(input.device());
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_on_cpu(
+    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride,
+    at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding,
+    int64_t groups, std::array<bool, 3> output_mask) {
+  record_fallback_call("aten::convolution_backward_overrideable");
+  const int64_t bias_size = transposed ? weight.size(1) * groups : weight.size(0);
+  auto [grad_input, grad_weight, grad_bias] =
+      at::convolution_backward(to_cpu(grad_output), to_cpu(input), to_cpu(weight), at::IntArrayRef{bias_size}, stride,
+                               padding, dilation, transposed, output_padding, groups, output_mask);
+  const auto device = input.device();
+  auto back = [&](const at::Tensor& t) { return t.defined() ? t.to(device) : t; };
+  return {back(grad_input), back(grad_weight), back(grad_bias)};
+}
+
+// --- native path
+
+struct Shape {  // the sizes of a 2-D convolution
+  int64_t C, H, W, KH, KW, PH, PW, SH, SW, DH, DW, OH, OW;
+};
+
+cl_program im2col_program(int device, at::ScalarType type) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, at::ScalarType>, cl_program> programs;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& program = programs[{device, type}];
+  if (!program) {
+    const std::string source = program_prelude({type}) + "#define T " + storage_type(type) + "\n" +
+                               tocl::embedded_sources().at("im2col.cl");
+    program = tocl::get_program(device, source);
+  }
+  return program;
+}
+
+// A 1-D or 2-D convolution seen as 2-D (a height of 1 added for 1-D): the regular convolution
+// of an input (N, C, H, W) with a weight (O, C / groups, KH, KW). A transposed convolution is
+// described by the regular one it is the adjoint of: its output is that one's input.
+struct Conv2d {
+  Shape g{};
+  int64_t N = 0, O = 0, groups = 1;
+  bool one_d = false;
+  at::TensorOptions options;
+  int64_t L() const { return g.OH * g.OW; }
+  int64_t rows() const { return g.C * g.KH * g.KW; }          // im2col rows, all groups
+  int64_t K() const { return rows() / groups; }               // GEMM depth per group
+  int64_t Og() const { return O / groups; }
+};
+
+at::Tensor as_4d(const at::Tensor& t, bool one_d) { return (one_d ? t.unsqueeze(2) : t).contiguous(); }
+
+// The same, left channels_last when it is (channels_last grad_output is already the GEMMs' row layout).
+at::Tensor as_dense_4d(const at::Tensor& t, bool one_d) {
+  const auto t4 = one_d ? t.unsqueeze(2) : t;
+  return t4.is_contiguous(at::MemoryFormat::ChannelsLast) ? t4 : t4.contiguous();
+}
+
+// in: the regular convolution's input sizes (N, C, H[, W]); w: its weight sizes (O, C / groups, KH[, KW]).
+Conv2d describe(at::IntArrayRef in, at::IntArrayRef w, at::IntArrayRef stride, at::IntArrayRef padding,
+                at::IntArrayRef dilation, int64_t groups, const at::TensorOptions& options) {
+  Conv2d c;
+  c.one_d = in.size() == 3;
+  auto at2 = [&](at::IntArrayRef v, int64_t i, int64_t one_d_value) {
+    if (c.one_d) return i == 0 ? one_d_value : v[0];
+    return v[i];
+  };
+  c.N = in[0];
+  c.O = w[0];
+  c.groups = groups;
+  c.options = options;
+  auto& g = c.g;
+  g.C = in[1];
+  g.H = c.one_d ? 1 : in[2];
+  g.W = in.back();
+  g.KH = c.one_d ? 1 : w[2];
+  g.KW = w.back();
+  g.SH = at2(stride, 0, 1), g.SW = at2(stride, 1, 1);
+  g.PH = at2(padding, 0, 0), g.PW = at2(padding, 1, 0);
+  g.DH = at2(dilation, 0, 1), g.DW = at2(dilation, 1, 1);
+  g.OH = (g.H + 2 * g.PH - g.DH * (g.KH - 1) - 1) / g.SH + 1;
+  g.OW = (g.W + 2 * g.PW - g.DW * (g.KW - 1) - 1) / g.SW + 1;
+  return c;
+}
+
+// The transposed convolution of input (N, C_in, H[, W]) with weight (C_in, C_out / groups, KH[, KW]) as the
+// adjoint of a regular convolution of (N, C_out, OH[, OW]) with the same weight.
+Conv2d describe_transposed(const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride,
+                           at::IntArrayRef padding, at::IntArrayRef dilation, at::IntArrayRef output_padding,
+                           int64_t groups) {
+  std::vector<int64_t> out{input.size(0), weight.size(1) * groups};
+  for (int64_t i = 2; i < input.dim(); ++i) {
+    const int64_t d = i - 2;
+    out.push_back((input.size(i) - 1) * stride[d] - 2 * padding[d] + dilation[d] * (weight.size(i) - 1) +
+                  output_padding[d] + 1);
+  }
+  return describe(out, weight.sizes(), stride, padding, dilation, groups, input.options());
+}
+
+// Whether the regular convolution maps the transposed one's output back onto its input's size (not so when an
+// output_padding of at least the stride, allowed below the dilation, adds a position no input fed).
+bool adjoint_fits(const Conv2d& c, const at::Tensor& input) {
+  return c.g.OW == input.size(-1) && (c.one_d || c.g.OH == input.size(2));
+}
+
+constexpr int64_t kChunk = int64_t{1} << 22;  // the layout kernels' index math is exact below this
+
+// Whether one sample's output (O * L elements) stays under kChunk: the layout kernels then run over
+// chunks of samples; larger samples change layout through ATen's permute and copy.
+bool small_samples(const Conv2d& c) { return c.O * c.L() < kChunk; }
+
+// im2col/col2im over the whole batch, contiguous tensors.
+void launch(const char* name, const Conv2d& c, const at::Tensor& src, const at::Tensor& dst, int64_t total) {
+  if (total == 0) return;
+  const int device = device_index(dst);
+  cl_kernel k = tocl::get_kernel(im2col_program(device, dst.scalar_type()), name);
+  // col is (N * L, C * KH * KW) row-major: element (n, k, l) at (n * L + l) * rows + k.
+  tocl::set_args(k, buffer_arg(src), buffer_arg(dst), c.g, static_cast<cl_long>(c.L() * c.rows()),
+                 static_cast<cl_long>(1), static_cast<cl_long>(c.rows()), static_cast<cl_long>(total));
+  tocl::enqueue_1d(device, tocl::current_stream(device), k, total);
+}
+
+tocl::BufferArg shifted(const at::Tensor& t, int64_t elements) {
+  auto b = buffer_arg(t);
+  b.offset += elements;
+  return b;
+}
+
+// Runs a layout kernel over the batch in chunks of whole samples of O * L elements each:
+// set(kernel, first sample, samples) sets the arguments and returns the chunk's work-item count.
+template <class Set>
+void launch_by_samples(const char* name, const Conv2d& c, const at::Tensor& dst, Set set) {
+  const int64_t chunk = std::max<int64_t>((kChunk - 1) / std::max<int64_t>(c.O * c.L(), 1), 1);
+  const int device = device_index(dst);
+  cl_kernel k = tocl::get_kernel(im2col_program(device, dst.scalar_type()), name);
+  for (int64_t first = 0; first < c.N; first += chunk) {
+    const int64_t total = set(k, first, std::min(chunk, c.N - first));
+    if (total > 0) tocl::enqueue_1d(device, tocl::current_stream(device), k, total);
+  }
+}
+
+// The GEMMs run over the whole batch with the patches as rows: col (N * L, C * KH * KW) @ W^T (K, O) per group.
+// (N GEMMs of (O, K) @ (K, L) each cost a CLBlast launch; W (O, K) @ col^T (K, N * L) reads rows N * L apart,
+// which measured 3-10x slower on PoCL than this layout, whose operands are read along contiguous rows.)
+
+// x4: the convolution input (N, C, H, W) -> col (N * L, C * KH * KW).
+at::Tensor im2col(const Conv2d& c, const at::Tensor& x4) {
+  auto col = at::empty({c.N * c.L(), c.rows()}, c.options);
+  launch("im2col", c, x4.contiguous(), col, c.N * c.rows() * c.g.OH);  // a work-item per output row
+  return col;
+}
+
+// t4 (N, O, OH, OW) as (N * L, O), contiguous: a view of a channels_last t4, else a transposing copy.
+at::Tensor channels_last(const Conv2d& c, const at::Tensor& t4) {
+  const int64_t N = t4.size(0), O = t4.size(1), L = t4.size(2) * t4.size(3);
+  if (t4.is_contiguous(at::MemoryFormat::ChannelsLast)) return t4.permute({0, 2, 3, 1}).reshape({N * L, O});
+  if (!small_samples(c)) return t4.reshape({N, O, L}).permute({0, 2, 1}).contiguous().view({N * L, O});
+  const auto in = t4.contiguous();
+  auto rows = at::empty({N * L, O}, t4.options());
+  if (rows.numel() == 0) return rows;
+  launch_by_samples("channels_to_rows", c, rows, [&](cl_kernel k, int64_t first, int64_t n) {
+    tocl::set_args(k, shifted(in, first * O * L), shifted(rows, first * O * L), static_cast<cl_int>(O),
+                   static_cast<cl_int>(L), 1.0f / O, 1.0f / L, static_cast<cl_int>(n * O * L));
+    return n * O * L;
+  });
+  return rows;
+}
+
+// The regular convolution: x4 (N, C, H, W) contiguous, w2 the weight as (O, K) -> (N, O, OH, OW).
+at::Tensor conv_forward(const Conv2d& c, const at::Tensor& x4, const at::Tensor& w2, const at::Tensor& bias) {
+  const auto& g = c.g;
+  auto out = at::empty({c.N, c.O, g.OH, g.OW}, c.options);
+  if (out.numel() == 0) return out;
+  const int64_t L = c.L(), K = c.K(), Og = c.Og(), N = c.N;
+  const auto col = im2col(c, x4);
+  const auto outR = at::empty({N * L, c.O}, c.options);
+  for (int64_t gi = 0; gi < c.groups; ++gi)
+    gemm(col.narrow(1, gi * K, K), w2.narrow(0, gi * Og, Og).t(), outR.narrow(1, gi * Og, Og), 1, 0);
+  // One pass puts (N, L, O) into (N, O, L) and adds the bias.
+  const int64_t O = c.O;
+  if (!small_samples(c)) {
+    auto out3 = out.view({N, O, L});
+    const auto permuted = outR.view({N, L, O}).permute({0, 2, 1});
+    if (bias.defined()) at::add_out(out3, permuted, bias.view({1, O, 1}));
+    else out3.copy_(permuted);
+    return out;
+  }
+  const at::Tensor b = bias.defined() ? bias.to(out.scalar_type()).contiguous() : out;
+  launch_by_samples("rows_to_channels", c, out, [&](cl_kernel k, int64_t first, int64_t n) {
+    tocl::set_args(k, shifted(outR, first * L * O), shifted(out, first * O * L), buffer_arg(b),
+                   static_cast<cl_int>(bias.defined()), static_cast<cl_int>(O), static_cast<cl_int>(L), 1.0f / O,
+                   1.0f / L, static_cast<cl_int>(n * O * L));
+    return n * O * L;
+  });
+  return out;
+}
+
+// The regular convolution's input gradient from goR (N * L, O): (N, C, H, W).
+// gcol (N * L, rows) = goR (N * L, O) @ W (O, K) per group; col2im gathers it.
+at::Tensor conv_input_grad(const Conv2d& c, const at::Tensor& goR, const at::Tensor& w2) {
+  const auto& g = c.g;
+  auto grad_input = at::empty({c.N, g.C, g.H, g.W}, c.options);
+  if (grad_input.numel() == 0) return grad_input;
+  const int64_t L = c.L(), K = c.K(), Og = c.Og(), N = c.N;
+  const auto gcol = at::empty({N * L, c.rows()}, c.options);
+  if (gcol.numel() == 0 || Og == 0) return grad_input.zero_();
+  for (int64_t gi = 0; gi < c.groups; ++gi)
+    gemm(goR.narrow(1, gi * Og, Og), w2.narrow(0, gi * Og, Og), gcol.narrow(1, gi * K, K), 1, 0);
+  launch("col2im", c, gcol, grad_input, N * g.C * g.H);  // a work-item per input row
+  return grad_input;
+}
+
+// The regular convolution's weight gradient, as (O, K): goR^T (O, N * L) @ col (N * L, K) per group.
+at::Tensor conv_weight_grad(const Conv2d& c, const at::Tensor& x4, const at::Tensor& goR) {
+  auto gw = at::empty({c.O, c.K()}, c.options);
+  if (gw.numel() == 0) return gw;
+  const int64_t K = c.K(), Og = c.Og();
+  const auto col = im2col(c, x4);
+  for (int64_t gi = 0; gi < c.groups; ++gi)
+    gemm(goR.narrow(1, gi * Og, Og).t(), col.narrow(1, gi * K, K), gw.narrow(0, gi * Og, Og), 1, 0);
+  return gw;
+}
+
+bool native(const at::Tensor& input, const at::Tensor& weight) {
+  return (input.dim() == 3 || input.dim() == 4) && blas_supports(input.scalar_type()) &&
+         weight.scalar_type() == input.scalar_type();
+}
+
+at::Tensor squeeze_1d(const at::Tensor& t, bool one_d) { return one_d ? t.squeeze(2) : t; }
+
+at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                       at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
+                       at::IntArrayRef output_padding, int64_t groups) {
+  TORCH_CHECK(weight.device() == input.device() && (!bias || !bias->defined() || bias->device() == input.device()),
+              "Expected all tensors to be on the same device, but found at least two devices, ", input.device(),
+              " and ", weight.device() != input.device() ? weight.device() : bias->device(), "!");
+  if (!native(input, weight))
+    return convolution_on_cpu(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
+  const bool one_d = input.dim() == 3;
+  const at::Tensor b = bias && bias->defined() ? *bias : at::Tensor();
+  const auto w4 = as_4d(weight, one_d);
+  if (!transposed) {
+    const Conv2d c = describe(input.sizes(), weight.sizes(), stride, padding, dilation, groups, input.options());
+    return squeeze_1d(conv_forward(c, as_dense_4d(input, one_d), w4.view({c.O, c.K()}), b), one_d);
+  }
+  // A transposed convolution is the input gradient of the regular one, with its input as grad_output.
+  const Conv2d c = describe_transposed(input, weight, stride, padding, dilation, output_padding, groups);
+  if (!adjoint_fits(c, input))
+    return convolution_on_cpu(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
+  auto out = conv_input_grad(c, channels_last(c, as_dense_4d(input, one_d)), w4.view({c.O, c.K()}));
+  if (b.defined()) out.add_(b.view({1, c.g.C, 1, 1}));
+  return squeeze_1d(out, one_d);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
+    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride,
+    at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding,
+    int64_t groups, std::array<bool, 3> output_mask) {
+  if (!native(input, weight) || grad_output.scalar_type() != input.scalar_type())
+    return convolution_backward_on_cpu(grad_output, input, weight, stride, padding, dilation, transposed,
+                                       output_padding, groups, output_mask);
+  const bool one_d = input.dim() == 3;
+  const auto w4 = as_4d(weight, one_d);
+  const auto go4 = as_dense_4d(grad_output, one_d), x4 = as_dense_4d(input, one_d);
+  at::Tensor grad_input, grad_weight, grad_bias;
+  if (!transposed) {
+    const Conv2d c = describe(input.sizes(), weight.sizes(), stride, padding, dilation, groups, input.options());
+    const auto w2 = w4.view({c.O, c.K()});
+    // grad_output as (N * L, O): one GEMM per group over the whole batch for each gradient.
+    const auto goR = channels_last(c, go4);
+    if (output_mask[0]) grad_input = squeeze_1d(conv_input_grad(c, goR, w2), one_d);
+    if (output_mask[1]) grad_weight = conv_weight_grad(c, x4, goR).view(weight.sizes());
+    if (output_mask[2]) {
+      grad_bias = at::empty({c.O}, input.options());
+      if (goR.numel() == 0) grad_bias.zero_();
+      else gemv(goR.t(), at::ones({goR.size(0)}, input.options()), grad_bias, 1, 0);
+    }
+    return {grad_input, grad_weight, grad_bias};
+  }
+  // Transposed: y = A^T x for the regular convolution A (input y-shaped, grad_output x-shaped), so
+  // grad_x = A grad_y (the regular forward) and grad_weight is the regular one with x as grad_output.
+  const Conv2d c = describe_transposed(input, weight, stride, padding, dilation, output_padding, groups);
+  if (!adjoint_fits(c, input))
+    return convolution_backward_on_cpu(grad_output, input, weight, stride, padding, dilation, transposed,
+                                       output_padding, groups, output_mask);
+  const auto w2 = w4.view({c.O, c.K()});
+  if (output_mask[0]) grad_input = squeeze_1d(conv_forward(c, go4, w2, at::Tensor()), one_d);
+  if (output_mask[1]) {
+    grad_weight = conv_weight_grad(c, go4, channels_last(c, x4)).view(weight.sizes());
+  }
+  if (output_mask[2]) grad_bias = go4.sum({0, 2, 3});
+  return {grad_input, grad_weight, grad_bias};
+}
+
+}  // namespace
+
+TOCL_LIBRARY_IMPL(m) {
+  m.impl("convolution_overrideable", TORCH_FN(convolution));
+  m.impl("convolution_backward_overrideable", TORCH_FN(convolution_backward));
+}
+
+}  // namespace torch_opencl

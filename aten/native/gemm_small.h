@@ -1,0 +1,22 @@
+#pragma once
+// Our own GEMM kernel (kernels_cl/gemm.cl) for the small and medium products that CLBlast
+// runs slowly on CPU OpenCL drivers (PoCL): training-sized linear layers, attention's batched
+// products, convolution's im2col products. aten/native/blas.cpp asks it first and falls back to CLBlast.
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+namespace torch_opencl {
+
+// c = alpha * a @ b + beta * c with a (.., m, k), b (.., k, n), c (.., m, n), 2-D or 3-D (batch
+// first, any batch strides including 0), when the kernel serves this device and size; false
+// (nothing done) otherwise. Operands of any strides are read in place, except a B whose columns
+// are not adjacent: that one is copied contiguous first. beta == 0 ignores c's old values.
+bool small_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta);
+
+// Products of at most this many multiply-adds per matrix (m * n * k) use the kernel; 0 disables
+// it. Default kSmallGemmLimit, or TORCH_OPENCL_SMALL_GEMM_LIMIT from the environment.
+int64_t small_gemm_limit();
+void set_small_gemm_limit(int64_t limit);
+
+}  // namespace torch_opencl

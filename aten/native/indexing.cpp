@@ -1,0 +1,183 @@
+// Indexing and assembly: index_select (what embedding's forward calls),
+// embedding_dense_backward, tril/triu, cat (what torch.stack calls). Kernels in kernels_cl/indexing.cl over
+// contiguous operands; indices are bounds-checked on the device first.
+#include <ATen/ATen.h>
+#include <ATen/MetaFunctions.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/native/Resize.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "aten/kernel_support/dtype_fallback.h"
+#include "aten/native/index_bounds.h"
+#include "aten/kernel_support/kernel_program.h"
+#include "aten/kernel_support/opencl_tensor.h"
+#include "aten/kernel_support/structured.h"
+
+namespace torch_opencl {
+namespace {
+
+using at::Tensor;
+
+cl_long L(int64_t v) { return static_cast<cl_long>(v); }
+
+Tensor& index_select_out(const Tensor& self, int64_t dim, const Tensor& index, Tensor& out) {
+  const c10::DeviceGuard guard(self.device());
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
+  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt,
+              "index_select(): Expected dtype int32 or int64 for index");
+  TORCH_CHECK(self.scalar_type() == out.scalar_type(), "index_select(): self and result must have the same scalar ",
+              "type");
+  TORCH_CHECK(index.device() == self.device() && out.device() == self.device(),
+              "index_select(): expected self, index and out on the same device, got ", self.device(), ", ",
+              index.device(), " and ", out.device());
+  TORCH_CHECK(self.dim() > 0 || index.numel() == 1, "index_select(): Index to scalar can have only 1 value, got ",
+              index.numel(), " value(s)");
+  const int64_t D = self.dim() == 0 ? 1 : self.size(dim);
+  auto sizes = self.sizes().vec();
+  if (self.dim() > 0) sizes[dim] = index.numel();
+  at::native::resize_output(out, sizes);
+  if (index.numel() > 0) {
+    const auto bad = first_out_of_range(index, 0, D);
+    TORCH_CHECK_INDEX(!bad.has_value(), "index out of range in self");
+  }
+  if (out.numel() == 0) return out;
+  const auto in = self.contiguous();
+  const auto idx = index.contiguous();
+  int64_t inner = 1;
+  for (int64_t k = dim + 1; k < self.dim(); ++k) inner *= self.size(k);
+  auto o = out.is_contiguous() ? out : at::empty(sizes, out.options());
+  cl_kernel k = dtype_kernel(in, "indexing.cl", "index_select", idx.scalar_type());
+  tocl::set_args(k, buffer_arg(o), buffer_arg(in), buffer_arg(idx), L(o.numel()), L(index.numel()), L(D), L(inner));
+  tocl::enqueue_1d(device_index(in), current_stream_of(in), k, o.numel());
+  if (!o.is_same(out)) out.copy_(o);
+  return out;
+}
+
+Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
+  auto out = at::empty({0}, self.options());
+  return index_select_out(self, dim, index, out);
+}
+
+Tensor embedding_dense_backward(const Tensor& grad_output, const Tensor& indices, int64_t num_weights,
+                                int64_t padding_idx, bool scale_grad_by_freq) {
+  check_same_device({grad_output, indices});
+  const c10::DeviceGuard guard(grad_output.device());
+  TORCH_CHECK(indices.scalar_type() == at::kLong || indices.scalar_type() == at::kInt,
+              "embedding_backward: expected indices of dtype int32 or int64, got ", indices.scalar_type());
+  const int64_t D = grad_output.size(-1);
+  auto grad_weight = at::empty({num_weights, D}, grad_output.options());
+  if (grad_weight.numel() == 0) return grad_weight;
+  const auto grad = grad_output.contiguous();
+  const auto idx = indices.contiguous();
+  TORCH_CHECK(grad.numel() == idx.numel() * D, "embedding_backward: grad_output of shape ", grad_output.sizes(),
+              " does not match indices of shape ", indices.sizes());
+  cl_kernel k = dtype_kernel(grad, "indexing.cl", "embedding_backward", idx.scalar_type());
+  tocl::set_args(k, buffer_arg(grad_weight), buffer_arg(grad.numel() ? grad : grad_weight),
+                 buffer_arg(idx.numel() ? idx : grad_weight), L(idx.numel()), L(num_weights), L(D), L(padding_idx),
+                 static_cast<cl_int>(scale_grad_by_freq));
+  tocl::enqueue_1d(device_index(grad), current_stream_of(grad), k, num_weights);
+  return grad_weight;
+}
+
+// ---- tril / triu (structured) ----
+
+void triangle(const Tensor& self, int64_t diagonal, bool lower, const Tensor& out) {
+  if (self.numel() == 0) return;
+  const c10::DeviceGuard guard(self.device());
+  const auto in = self.contiguous();
+  auto o = out.is_contiguous() ? out : at::empty(out.sizes(), out.options());
+  cl_kernel k = dtype_kernel(in, "indexing.cl", "triangle");
+  tocl::set_args(k, buffer_arg(o), buffer_arg(in), L(in.numel()), L(in.size(-2)), L(in.size(-1)), L(diagonal),
+                 static_cast<cl_int>(lower));
+  tocl::enqueue_1d(device_index(in), current_stream_of(in), k, in.numel());
+  if (!o.is_same(out)) out.copy_(o);
+}
+
+#define TRIANGLE_OPS(NAME, LOWER)                                                  \
+  Tensor NAME(const Tensor& self, int64_t diagonal) {                              \
+    StructuredFunctional<at::meta::structured_##NAME> op;                          \
+    op.meta(self, diagonal);                                                       \
+    triangle(self, diagonal, LOWER, op.maybe_get_output(0));                       \
+    return op.take();                                                              \
+  }                                                                                \
+  Tensor& NAME##_(Tensor& self, int64_t diagonal) {                                \
+    StructuredOut<at::meta::structured_##NAME> op(self, /*in_place=*/true);        \
+    op.meta(self, diagonal);                                                       \
+    triangle(self, diagonal, LOWER, op.maybe_get_output(0));                       \
+    op.finish();                                                                   \
+    return self;                                                                   \
+  }                                                                                \
+  Tensor& NAME##_out(const Tensor& self, int64_t diagonal, Tensor& out) {          \
+    StructuredOut<at::meta::structured_##NAME> op(out);                            \
+    op.meta(self, diagonal);                                                       \
+    triangle(self, diagonal, LOWER, op.maybe_get_output(0));                       \
+    op.finish();                                                                   \
+    return out;                                                                    \
+  }
+
+TRIANGLE_OPS(tril, true)
+TRIANGLE_OPS(triu, false)
+#undef TRIANGLE_OPS
+
+// ---- cat (structured: ATen's meta checks shapes, promotes dtypes and picks the memory format) ----
+
+// Each input is copied into its slice of the output by the native strided copy (which converts dtypes).
+void check_cat_devices(const at::ITensorListRef& tensors) {
+  const Tensor* first = nullptr;
+  for (const Tensor& t : tensors) {
+    if (!first) first = &t;
+    check_same_device({*first, t});
+  }
+}
+
+void cat_into(const at::ITensorListRef& tensors, int64_t dim, const Tensor& out) {
+  for (const Tensor& t : tensors) check_same_device({out, t});
+  at::assert_no_internal_overlap(out);
+  for (const Tensor& t : tensors) at::assert_no_overlap(out, t);
+  if (out.numel() == 0) return;
+  int64_t offset = 0;
+  for (const Tensor& t : tensors) {
+    if (t.numel() == 0 && t.dim() == 1) continue;  // legacy empty inputs of any shape are skipped, as CPU
+    const int64_t size = t.size(dim);
+    if (size > 0) out.narrow(dim, offset, size).copy_(t);
+    offset += size;
+  }
+}
+
+Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
+  check_cat_devices(tensors);
+  StructuredFunctional<at::meta::structured_cat> op;
+  const auto pre = op.meta(tensors, dim);
+  cat_into(tensors, pre.dim, op.maybe_get_output(0));
+  return op.take();
+}
+
+Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, Tensor& out) {
+  check_cat_devices(tensors);
+  StructuredOut<at::meta::structured_cat> op(out);
+  const auto pre = op.meta(tensors, dim);
+  cat_into(tensors, pre.dim, op.maybe_get_output(0));
+  op.finish();
+  return out;
+}
+
+}  // namespace
+
+TOCL_LIBRARY_IMPL(m) {
+  m.impl("index_select", TORCH_FN(index_select));
+  m.impl("index_select.out", TORCH_FN(index_select_out));
+  m.impl("embedding_dense_backward", TORCH_FN(embedding_dense_backward));
+  m.impl("cat", TORCH_FN(cat));
+  m.impl("cat.out", TORCH_FN(cat_out));
+  m.impl("tril", TORCH_FN(tril));
+  m.impl("tril_", TORCH_FN(tril_));
+  m.impl("tril.out", TORCH_FN(tril_out));
+  m.impl("triu", TORCH_FN(triu));
+  m.impl("triu_", TORCH_FN(triu_));
+  m.impl("triu.out", TORCH_FN(triu_out));
+}
+
+}  // namespace torch_opencl

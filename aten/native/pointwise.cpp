@@ -1,0 +1,232 @@
+#include "aten/native/pointwise.h"
+
+#include <ATen/ATen.h>
+
+#include <array>
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
+
+#include "aten/kernel_support/cl_types.h"
+#include "aten/kernel_support/opencl_tensor.h"
+#include "aten/kernel_support/tiled_geometry.h"
+#include "runtime/embedded_sources.h"
+#include "runtime/program_cache.h"
+
+namespace torch_opencl {
+namespace {
+
+constexpr int kMaxInputs = 3;
+
+bool is_floating(c10::ScalarType t) { return t == c10::kFloat || t == c10::kDouble; }
+
+std::string conversion_into(c10::ScalarType compute) {
+  if (compute == c10::kBool) return "#define CONV_C(x) ((uchar)((x) != 0))\n";
+  return std::string("#define CONV_C(x) ((") + storage_type(compute) + ")(x))\n";
+}
+
+// Everything a program depends on, packed without building strings (this runs per launch):
+// the expression texts by hash (checked by content on a hit) and one byte per dtype and flag.
+struct Signature {
+  size_t expr_hash;
+  uint64_t types;   // compute, output, inputs: 8 bits each
+  uint32_t flags;   // device, index64, nscalars, nin, scalar inputs
+  bool operator==(const Signature& o) const {
+    return expr_hash == o.expr_hash && types == o.types && flags == o.flags;
+  }
+};
+struct SignatureHash {
+  size_t operator()(const Signature& s) const {
+    return s.expr_hash ^ (std::hash<uint64_t>()(s.types) * 31) ^ (std::hash<uint32_t>()(s.flags) * 131);
+  }
+};
+// Owns copies of the texts: an expression need not outlive the call.
+struct ProgramEntry {
+  std::string name, float_expr, int_expr;
+  bool has_float, has_int;
+  cl_program program;
+  bool matches(const PointwiseExpr& e) const {
+    return name == e.name && has_float == (e.float_expr != nullptr) && has_int == (e.int_expr != nullptr) &&
+           (!has_float || float_expr == e.float_expr) && (!has_int || int_expr == e.int_expr);
+  }
+};
+
+size_t text_hash(const char* s) { return s ? std::hash<std::string_view>()(s) : 0; }
+
+Signature make_signature(int device, const at::TensorIteratorBase& iter, const PointwiseExpr& expr,
+                         c10::ScalarType compute, const std::array<bool, kMaxInputs>& scalar_inputs, int nscalars, bool index64) {
+  const int nin = iter.ninputs();
+  Signature sig{};
+  sig.expr_hash = text_hash(expr.name) ^ (text_hash(expr.float_expr) * 3) ^ (text_hash(expr.int_expr) * 7);
+  sig.types = static_cast<uint64_t>(compute) | (static_cast<uint64_t>(iter.dtype(0)) << 8);
+  for (int k = 0; k < nin; ++k) sig.types |= static_cast<uint64_t>(iter.dtype(k + 1)) << (16 + 8 * k);
+  sig.flags = static_cast<uint32_t>(device) | (index64 ? 1u << 8 : 0u) | (static_cast<uint32_t>(nscalars) << 9) |
+              (static_cast<uint32_t>(nin) << 12);
+  for (int k = 0; k < nin; ++k)
+    if (scalar_inputs[k]) sig.flags |= 1u << (16 + k);
+  return sig;
+}
+
+std::string make_source(const at::TensorIteratorBase& iter, const PointwiseExpr& expr, c10::ScalarType compute,
+                        const std::array<bool, kMaxInputs>& scalar_inputs, int nscalars, bool index64) {
+  const int nin = iter.ninputs();
+  const bool floating = is_floating(compute);
+  const char* body = floating ? expr.float_expr : expr.int_expr;
+  std::vector<c10::ScalarType> types{compute, iter.dtype(0)};
+  for (int k = 0; k < nin; ++k) types.push_back(iter.dtype(k + 1));
+  bool fp64 = false;
+  for (auto t : types) fp64 |= t == c10::kDouble;
+  std::string s = program_prelude({fp64 ? c10::kDouble : c10::kFloat});
+  s += std::string("#define C_T ") + storage_type(compute) + "\n";
+  s += std::string("#define C_IS_FLOAT ") + (floating ? "1" : "0") + "\n";
+  s += std::string("#define C_IS_BOOL ") + (compute == c10::kBool ? "1" : "0") + "\n";
+  s += conversion_into(compute);
+  s += operand_defines("OUT", iter.dtype(0));
+  for (int k = 0; k < nin; ++k) {
+    const std::string name = "IN" + std::to_string(k);
+    s += operand_defines(name, iter.dtype(k + 1));
+    s += "#define " + name + "_SCALAR " + (scalar_inputs[k] ? "1" : "0") + "\n";
+  }
+  s += "#define NIN " + std::to_string(nin) + "\n";
+  s += "#define NSCALAR " + std::to_string(nscalars) + "\n";
+  s += std::string("#define EXPR (") + body + ")\n";
+  s += tiled_source(4, index64);
+  const auto& sources = tocl::embedded_sources();
+  s += sources.at("pointwise_functions.cl");
+  s += sources.at("pointwise.cl");
+  return s;
+}
+
+cl_program program_for(int device, const at::TensorIteratorBase& iter, const PointwiseExpr& expr,
+                       c10::ScalarType compute, const std::array<bool, kMaxInputs>& scalar_inputs, int nscalars, bool index64) {
+  static std::mutex mutex;
+  static std::unordered_multimap<Signature, ProgramEntry, SignatureHash> programs;
+  const auto sig = make_signature(device, iter, expr, compute, scalar_inputs, nscalars, index64);
+  auto find = [&]() -> cl_program {
+    auto range = programs.equal_range(sig);
+    for (auto it = range.first; it != range.second; ++it) {
+      if (it->second.matches(expr)) return it->second.program;
+    }
+    return nullptr;
+  };
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (cl_program p = find()) return p;
+  }
+  cl_program program =
+      tocl::get_program(device, make_source(iter, expr, compute, scalar_inputs, nscalars, index64));
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!find()) 
+    programs.emplace(sig, ProgramEntry{expr.name, expr.float_expr ? expr.float_expr : "",
+                                       expr.int_expr ? expr.int_expr : "", expr.float_expr != nullptr,
+                                       expr.int_expr != nullptr, program});
+  return program;
+}
+
+// A scalar argument in the compute type's bytes.
+struct ScalarArg {
+  union {
+    cl_float f;
+    cl_double d;
+    cl_char i8;
+    cl_uchar u8;
+    cl_short i16;
+    cl_int i32;
+    cl_long i64;
+  } value;
+  size_t size;
+};
+
+ScalarArg scalar_arg(const c10::Scalar& s, c10::ScalarType compute) {
+  ScalarArg a{};
+  switch (compute) {
+    case c10::kFloat: a.value.f = s.to<float>(); a.size = 4; break;
+    case c10::kDouble: a.value.d = s.to<double>(); a.size = 8; break;
+    case c10::kBool: a.value.u8 = s.to<bool>() ? 1 : 0; a.size = 1; break;
+    case c10::kByte: a.value.u8 = s.to<uint8_t>(); a.size = 1; break;
+    case c10::kChar: a.value.i8 = s.to<int8_t>(); a.size = 1; break;
+    case c10::kShort: a.value.i16 = s.to<int16_t>(); a.size = 2; break;
+    case c10::kInt: a.value.i32 = s.to<int32_t>(); a.size = 4; break;
+    case c10::kLong: a.value.i64 = s.to<int64_t>(); a.size = 8; break;
+    default: TORCH_CHECK(false, "unsupported compute dtype ", compute);
+  }
+  return a;
+}
+
+void set_scalar(cl_kernel k, cl_uint& index, const ScalarArg& a) {
+  TOCL_CHECK(clSetKernelArg(k, index++, a.size, &a.value));
+}
+
+void set_buffer(cl_kernel k, cl_uint& index, void* data, size_t element_size) {
+  const tocl::Resolved r = tocl::resolve(data);
+  const cl_ulong offset = r.offset / element_size;
+  TOCL_CHECK(clSetKernelArg(k, index++, sizeof(cl_mem), &r.buffer));
+  TOCL_CHECK(clSetKernelArg(k, index++, sizeof(cl_ulong), &offset));
+}
+
+void set_index(cl_kernel k, cl_uint& index, int64_t value, bool index64) {
+  if (index64) {
+    const cl_ulong v = value;
+    TOCL_CHECK(clSetKernelArg(k, index++, sizeof(v), &v));
+  } else {
+    const cl_uint v = static_cast<cl_uint>(value);
+    TOCL_CHECK(clSetKernelArg(k, index++, sizeof(v), &v));
+  }
+}
+
+}  // namespace
+
+void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std::initializer_list<c10::Scalar> scalars,
+                   std::optional<c10::ScalarType> compute_opt) {
+  TORCH_INTERNAL_ASSERT(iter.noutputs() == 1 && iter.ninputs() <= kMaxInputs && scalars.size() <= 3);
+  const int64_t numel = iter.numel();
+  if (numel == 0) return;
+  const int device = iter.device(0).index();
+  // Not value_or: a nullary iterator (arange) has no common dtype to ask for.
+  const auto compute = compute_dtype(compute_opt ? *compute_opt : iter.common_dtype());
+  // Dtypes without an OpenCL form (complex; double or half the device lacks) send the call to the CPU
+  // fallback (aten/kernel_support/dtype_fallback.h): checked before anything is enqueued.
+  for (int k = 0; k < iter.ntensors(); ++k)
+    if (!iter.is_cpu_scalar(k)) check_device_supports(iter.dtype(k), device, expr.name);
+  check_device_supports(compute, device, expr.name);
+  const bool floating = is_floating(compute);
+  TORCH_CHECK(floating || expr.int_expr, "\"", expr.name, "\" is not implemented for '", compute,
+              "' on opencl");
+
+  const int nin = iter.ninputs();
+  std::array<bool, kMaxInputs> scalar_inputs{};  // not std::vector: no allocation per launch
+  for (int k = 0; k < nin; ++k) scalar_inputs[k] = iter.is_cpu_scalar(k + 1);
+  bool contiguous = iter.is_contiguous();
+  contiguous = contiguous && iter.ndim() <= 1;
+  TiledLaunch launch;
+  TORCH_CHECK(contiguous || tiled_launch(iter, 4, launch), expr.name, ": tensors with ", iter.ndim(),
+              " non-mergeable dimensions exceed the opencl limit of ", kTiledMaxDims);
+  // 32-bit index math unless the element count (contiguous) or an operand's extent (strided) needs 64.
+  const bool index64 = contiguous ? force_index64() || !iter.can_use_32bit_indexing() : launch.index64;
+
+  cl_program program = program_for(device, iter, expr, compute, scalar_inputs, static_cast<int>(scalars.size()),
+                                   index64);
+  cl_kernel k = contiguous ? tocl::get_kernel(program, "pointwise_contiguous")
+                           : tocl::get_kernel(program, launch.nd ? "pointwise_strided_nd" : "pointwise_strided");
+  cl_uint index = 0;
+  set_buffer(k, index, iter.data_ptr(0), iter.element_size(0));
+  for (int i = 0; i < nin; ++i) {
+    if (scalar_inputs[i]) {
+      const c10::Scalar value = floating ? c10::Scalar(iter.original_scalar_value<double>(i + 1))
+                                         : c10::Scalar(iter.original_scalar_value<int64_t>(i + 1));
+      set_scalar(k, index, scalar_arg(value, compute));
+    } else {
+      set_buffer(k, index, iter.data_ptr(i + 1), iter.element_size(i + 1));
+    }
+  }
+  set_index(k, index, numel, index64);
+  const cl_uint geometry_index = index;
+  if (!contiguous) ++index;  // TiledGeometry, set by enqueue_tiled
+  for (const auto& s : scalars) set_scalar(k, index, scalar_arg(s, compute));
+  if (contiguous)
+    tocl::enqueue_1d(device, tocl::current_stream(device), k, numel, 256);
+  else
+    enqueue_tiled(device, tocl::current_stream(device), k, geometry_index, launch);
+}
+
+}  // namespace torch_opencl
