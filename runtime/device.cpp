@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "runtime/error.h"
+#include "runtime/kernel_forms.h"
 
 namespace tocl {
 namespace {
@@ -72,6 +73,13 @@ DeviceInfo query_device(const PlatformInfo& p, cl_device_id id, int index) {
   d.max_clock_mhz = device_value<cl_uint>(id, CL_DEVICE_MAX_CLOCK_FREQUENCY);
   d.max_work_group_size = device_value<size_t>(id, CL_DEVICE_MAX_WORK_GROUP_SIZE);
   d.mem_base_addr_align_bytes = device_value<cl_uint>(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8;
+  d.local_mem_dedicated = device_value<cl_device_local_mem_type>(id, CL_DEVICE_LOCAL_MEM_TYPE) == CL_LOCAL;
+  // Both queries are vendor extensions; other drivers leave the width unknown (0).
+  constexpr cl_device_info kWarpSizeNV = 0x4003, kWavefrontWidthAMD = 0x4043;
+  if (d.has_extension("cl_nv_device_attribute_query"))
+    d.simd_width = device_value<cl_uint>(id, kWarpSizeNV);
+  else if (d.has_extension("cl_amd_device_attribute_query"))
+    d.simd_width = device_value<cl_uint>(id, kWavefrontWidthAMD);
   d.fp64 = d.has_extension("cl_khr_fp64") ||
            device_value<cl_device_fp_config>(id, CL_DEVICE_DOUBLE_FP_CONFIG) != 0;
   d.fp16 = d.has_extension("cl_khr_fp16");
@@ -280,6 +288,7 @@ const Selection& selection() {
     Outcome o;
     try {
       o.result = select(platforms());
+      kernel_class_from_env();  // a TORCH_OPENCL_KERNEL_CLASS that names nothing fails the selection too
     } catch (const Error& e) {
       o.error = e.what();
     }

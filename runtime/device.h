@@ -31,6 +31,10 @@ struct DeviceInfo {
   uint32_t max_clock_mhz = 0;
   size_t max_work_group_size = 0;
   uint32_t mem_base_addr_align_bytes = 0;
+  // The width the hardware runs work-items in lockstep (NVIDIA's warp, AMD's wavefront), where the
+  // driver tells it (cl_nv_device_attribute_query, cl_amd_device_attribute_query); 0 when unknown.
+  uint32_t simd_width = 0;
+  bool local_mem_dedicated = false;  // CL_LOCAL: on-chip scratch, not emulated in global memory
   bool fp64 = false;
   bool fp16 = false;
 

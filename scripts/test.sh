@@ -1,8 +1,19 @@
 #!/usr/bin/env bash
-# The whole test suite on the PoCL device. Extra arguments go to pytest.
+# The whole test suite on the PoCL device. Extra arguments go to pytest and run that selection only;
+# with none, the suite runs once as the device's own kernel class chooses, then again for the passes
+# below that need a process of their own (an environment read when the devices are first selected).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 # Run against the installed package, not the source tree.
 cd test
-exec ../.venv/bin/python -m pytest -q -p no:cacheprovider "$@" .
+run() { ../.venv/bin/python -m pytest -q -p no:cacheprovider "$@"; }
+if [ $# -gt 0 ]; then
+  exec ../.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+fi
+run .
+# The GPU forms of the kernel families (runtime/kernel_forms.h), on PoCL: the tests of every family
+# that has one.
+GPU_FORM_TESTS=(test_blas.py test_softmax_loss.py test_normalization.py test_rowwise_kernels.py)
+echo "==> Again with TORCH_OPENCL_KERNEL_CLASS=gpu: ${GPU_FORM_TESTS[*]}"
+TORCH_OPENCL_KERNEL_CLASS=gpu run "${GPU_FORM_TESTS[@]}"

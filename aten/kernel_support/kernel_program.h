@@ -6,6 +6,7 @@
 // I_T/LOAD_I for the index dtype.
 #include <ATen/core/Tensor.h>
 
+#include "runtime/kernel_forms.h"
 #include "runtime/opencl.h"
 
 #include <functional>
@@ -13,8 +14,9 @@
 
 namespace torch_opencl {
 
+// WG in the source is `group` work-items, or the device's row group (row_group(device)) when 0.
 cl_program dtype_program(int device, const char* file, c10::ScalarType type,
-                         c10::ScalarType index_type = c10::ScalarType::Long);
+                         c10::ScalarType index_type = c10::ScalarType::Long, size_t group = 0);
 
 // Kernel of that program (per thread, as tocl::get_kernel).
 cl_kernel dtype_kernel(const at::Tensor& like, const char* file, const char* name,
@@ -23,7 +25,8 @@ cl_kernel dtype_kernel(const at::Tensor& like, const char* file, const char* nam
 // Raises CPU's error when the defined tensors are not all on one device.
 void check_same_device(std::initializer_list<std::reference_wrapper<const at::Tensor>> tensors);
 
-// Work-group size of the row-wise kernels (WG in the sources).
-constexpr size_t kRowGroup = 64;
+// Work-group size of the row-wise kernels (WG in the sources): runtime/kernel_forms.h chooses it
+// for the device's kernel class.
+inline size_t row_group(int device) { return tocl::kernel_forms(device).row_group; }
 
 }  // namespace torch_opencl

@@ -49,7 +49,7 @@ namespace native = at::native;
 
 constexpr size_t kNT = 16;        // NT in foreach.cl: tensors per list per launch
 constexpr uint64_t kPer = 16;     // PER_ITEM in foreach.cl
-constexpr uint64_t kWG = kRowGroup;  // WG: the work-group size
+constexpr uint64_t kWG = 64;      // WG: the work-group size, on every device (chunks are whole groups)
 constexpr uint64_t kMaxItems = uint64_t(1) << 31;  // items of one launch (uint indices in the kernels)
 
 // The kernels take about 900 bytes of arguments; every full-profile device allows 1024.
@@ -169,7 +169,7 @@ Chunk next_chunk(TensorList list, size_t begin) {
 uint64_t items_of(uint64_t n) { return (n + kPer * kWG - 1) / (kPer * kWG) * kWG; }
 
 cl_kernel foreach_kernel(const Tensor& like, const char* name) {
-  return tocl::get_kernel(dtype_program(like.device().index(), "foreach.cl", like.scalar_type()), name);
+  return tocl::get_kernel(dtype_program(like.device().index(), "foreach.cl", like.scalar_type(), at::kLong, kWG), name);
 }
 
 // Runs kernel `name` over the lists (output first; 2 lists for the unary signature, 3 for binary/ternary).

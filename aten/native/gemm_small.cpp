@@ -14,6 +14,7 @@
 #include "aten/kernel_support/opencl_tensor.h"
 #include "runtime/device.h"
 #include "runtime/embedded_sources.h"
+#include "runtime/kernel_forms.h"
 #include "runtime/launch.h"
 #include "runtime/program_cache.h"
 
@@ -63,7 +64,7 @@ cl_program program_for(int device, c10::ScalarType type, const Config& cfg) {
   return program;
 }
 
-bool serves(int device) { return (tocl::device_info(device).type & CL_DEVICE_TYPE_CPU) != 0; }
+bool serves(int device) { return tocl::kernel_forms(device).cpu_register_gemm; }
 
 }  // namespace
 

@@ -21,7 +21,7 @@ std::optional<OutOfRange> first_out_of_range(const at::Tensor& index, int64_t lo
   const int stream = current_stream_of(idx);
   // Spans of at least 64 indices per work-item, at most 1024 groups.
   const int64_t n = idx.numel();
-  const int64_t groups = std::min<int64_t>(1024, (n + kRowGroup * 64 - 1) / (kRowGroup * 64));
+  const int64_t groups = std::min<int64_t>(1024, (n + row_group(device) * 64 - 1) / (row_group(device) * 64));
   const int64_t span = (n + groups - 1) / groups;
   auto result = at::empty({2 + groups}, idx.options().dtype(at::kLong));
   const auto partial = result.narrow(0, 2, groups);
@@ -30,10 +30,10 @@ std::optional<OutOfRange> first_out_of_range(const at::Tensor& index, int64_t lo
   tocl::set_args(spans, buffer_arg(partial), buffer_arg(idx), static_cast<cl_long>(n), static_cast<cl_long>(span),
                  static_cast<cl_long>(lo), static_cast<cl_long>(hi), static_cast<cl_int>(skip.has_value()),
                  static_cast<cl_long>(skip.value_or(0)));
-  tocl::enqueue_1d(device, stream, spans, groups * kRowGroup, kRowGroup);
+  tocl::enqueue_1d(device, stream, spans, groups * row_group(device), row_group(device));
   cl_kernel k = tocl::get_kernel(program, "first_out_of_range");
   tocl::set_args(k, buffer_arg(result), buffer_arg(partial), static_cast<cl_long>(groups), buffer_arg(idx));
-  tocl::enqueue_1d(device, stream, k, kRowGroup, kRowGroup);
+  tocl::enqueue_1d(device, stream, k, row_group(device), row_group(device));
   int64_t host[2];
   tocl::copy_device_to_host(device, stream, host, result.const_data_ptr(), sizeof(host));
   if (host[0] < 0) return std::nullopt;

@@ -89,7 +89,7 @@ void nll_forward(const Tensor& input, const Tensor& target, const Tensor& weight
                  static_cast<cl_int>(weight_.defined()), static_cast<cl_long>(g.N), static_cast<cl_long>(g.C),
                  static_cast<cl_long>(g.S), static_cast<cl_long>(ignore_index),
                  static_cast<cl_int>(reduction == at::Reduction::Mean));
-  tocl::enqueue_1d(device, stream, k, kRowGroup, kRowGroup);
+  tocl::enqueue_1d(device, stream, k, row_group(device), row_group(device));
 }
 
 void nll_backward(const Tensor& grad_output, const Tensor& input, const Tensor& target, const Tensor& weight_,
@@ -236,7 +236,7 @@ void reduce_loss(const Tensor& loss, int64_t reduction, const Tensor& out) {
     const float f = static_cast<float>(scale);  // 1/0 = inf for an empty 'mean': 0 * inf = nan, as CPU
     TOCL_CHECK(clSetKernelArg(k, 5, sizeof(float), &f));
   }
-  tocl::enqueue_1d(device_index(l), current_stream_of(l), k, kRowGroup, kRowGroup);
+  tocl::enqueue_1d(device_index(l), current_stream_of(l), k, row_group(device_index(l)), row_group(device_index(l)));
 }
 
 // Returns the result: `out`, or the iterator's new output when `out` is undefined.

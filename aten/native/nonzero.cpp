@@ -43,7 +43,7 @@ std::pair<Tensor, int64_t> count_nonzero_chunks(const Tensor& flags) {
   tocl::enqueue_1d(device, stream, count, chunks);
   cl_kernel scan = dtype_kernel(flags, "nonzero.cl", "exclusive_scan");
   tocl::set_args(scan, buffer_arg(offsets), L(chunks));
-  tocl::enqueue_1d(device, stream, scan, kRowGroup, kRowGroup);
+  tocl::enqueue_1d(device, stream, scan, row_group(device), row_group(device));
   int64_t total = 0;
   tocl::copy_device_to_host(device, stream, &total,
                             static_cast<const char*>(offsets.const_data_ptr()) + chunks * sizeof(int64_t),

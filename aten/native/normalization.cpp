@@ -85,7 +85,7 @@ void rows_forward(const Tensor& x, const Tensor& w, const Tensor& b, int64_t row
   tocl::set_args(k, buffer_arg(out), buffer_arg(mean), buffer_arg(rstd), arg_or(x, mean), arg_or(w, mean),
                  arg_or(b, mean), I(w.defined()), I(b.defined()), L(n), L(groups), L(inner_div));
   set_acc_arg(k, 17, x, eps);
-  tocl::enqueue_1d(device_index(x), current_stream_of(x), k, rows * kRowGroup, kRowGroup);
+  tocl::enqueue_1d(device_index(x), current_stream_of(x), k, rows * row_group(device_index(x)), row_group(device_index(x)));
 }
 
 Tensor3 rows_backward(const Tensor& grad_out, const Tensor& x, const Tensor& mean, const Tensor& rstd,
@@ -112,7 +112,7 @@ Tensor3 rows_backward(const Tensor& grad_out, const Tensor& x, const Tensor& mea
     cl_kernel k = dtype_kernel(x, "normalization.cl", "norm_rows_backward");
     tocl::set_args(k, buffer_arg(dx), buffer_arg(go), buffer_arg(x), buffer_arg(m), buffer_arg(r), arg_or(w, x),
                    I(w.defined()), L(n), L(groups), L(inner_div));
-    tocl::enqueue_1d(device, stream, k, rows * kRowGroup, kRowGroup);
+    tocl::enqueue_1d(device, stream, k, rows * row_group(device), row_group(device));
   }
   if ((mask[1] || mask[2]) && params > 0 && rows * n > 0 && layer) {
     const auto& any = mask[1] ? dw : db;
@@ -136,7 +136,7 @@ Tensor3 rows_backward(const Tensor& grad_out, const Tensor& x, const Tensor& mea
     cl_kernel k = dtype_kernel(x, "normalization.cl", "norm_rows_param_backward");
     tocl::set_args(k, arg_or(dw, any), arg_or(db, any), I(mask[1]), I(mask[2]), buffer_arg(go), buffer_arg(x),
                    buffer_arg(m), buffer_arg(r), L(rows), L(n), L(groups), L(inner_div));
-    tocl::enqueue_1d(device, stream, k, params * kRowGroup, kRowGroup);
+    tocl::enqueue_1d(device, stream, k, params * row_group(device), row_group(device));
   }
   return {dx, dw, db};
 }
@@ -253,7 +253,7 @@ Tensor3 native_batch_norm(const Tensor& input, const OptTensor& weight_, const O
                      I(rm.defined()), arg_or(x, save_mean), L(g.N), L(g.C), L(g.S));
       set_acc_arg(k, 14, x, momentum);
       set_acc_arg(k, 15, x, eps);
-      tocl::enqueue_1d(device, stream, k, g.C * kRowGroup, kRowGroup);
+      tocl::enqueue_1d(device, stream, k, g.C * row_group(device), row_group(device));
     }
     // The running stats were updated in contiguous copies if they were not contiguous.
     if (rm.defined() && !rm.is_same(running_mean)) running_mean.copy_(rm);
@@ -305,7 +305,7 @@ Tensor3 native_batch_norm_backward(const Tensor& grad_out, const Tensor& input, 
     tocl::set_args(k, buffer_arg(sums), arg_or(dw, x), arg_or(db, x), I(mask[1]), I(mask[2]), arg_or(go, mean),
                    arg_or(x, mean), buffer_arg(mean), buffer_arg(scale), I(!train), L(g.N), L(g.C), L(g.S));
     set_acc_arg(k, 20, x, eps);
-    tocl::enqueue_1d(device, stream, k, g.C * kRowGroup, kRowGroup);
+    tocl::enqueue_1d(device, stream, k, g.C * row_group(device), row_group(device));
   }
   if (mask[0] && x.numel() > 0) {
     cl_kernel k = dtype_kernel(x, "normalization.cl", "bn_backward_apply");

@@ -48,7 +48,7 @@ RowLaunch plan(const RowGeometry& g, int device) {
   };
   if (g.inner > 1) return rounded("_columns", 64);
   // Too few rows to keep the compute units busy one item per row: a work-group per row.
-  if (g.rows < 8 * units) return {"_rows_group", static_cast<size_t>(g.rows) * kRowGroup, kRowGroup};
+  if (g.rows < 8 * units) return {"_rows_group", static_cast<size_t>(g.rows) * row_group(device), row_group(device)};
   // Groups of up to 64 rows, about 4 groups per compute unit at least.
   int64_t local = 64;
   while (local > 1 && local * 4 * units > g.rows) local /= 2;

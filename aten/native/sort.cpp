@@ -28,7 +28,7 @@ using at::Tensor;
 constexpr int64_t kSmallRow = 16;         // SMALL in kernels_cl/sort.cl
 constexpr int64_t kMergeRowsPerUnit = 8;  // rows per compute unit from which each work-item sorts a row
 constexpr int64_t kMaxLocalRow = 4096;    // the longest padded row sorted in one work-group
-// Work-groups are always kRowGroup items (fewer where the kernel allows less), whatever the row
+// Work-groups are always row_group(device) items (fewer where the kernel allows less), whatever the row
 // length: PoCL compiles a kernel again for every new work-group size.
 
 int64_t next_pow2(int64_t v) {
@@ -93,7 +93,7 @@ void sort_rows(const Tensor& in, int64_t rows, int64_t n, bool desc, const Tenso
   const int64_t P = next_pow2(n);
   if (P <= local_cap) {
     cl_kernel k = dtype_kernel(in, "sort.cl", "sort_rows_local");
-    const size_t group = std::min<size_t>(kRowGroup, kernel_group_limit(k, device));
+    const size_t group = std::min<size_t>(row_group(device), kernel_group_limit(k, device));
     tocl::set_args(k, buffer_arg(values), buffer_arg(indices), buffer_arg(in), N, static_cast<cl_int>(P), D);
     set_local_arrays(k, 9, P, key_size);
     tocl::enqueue_1d(device, stream, k, static_cast<size_t>(rows) * group, group);
@@ -109,7 +109,7 @@ void sort_rows(const Tensor& in, int64_t rows, int64_t n, bool desc, const Tenso
   cl_kernel merge = dtype_kernel(in, "sort.cl", "bitonic_merge_local");
   cl_kernel step = dtype_kernel(in, "sort.cl", "bitonic_global_step");
   const size_t group =
-      std::min<size_t>({kRowGroup, kernel_group_limit(init, device), kernel_group_limit(merge, device)});
+      std::min<size_t>({row_group(device), kernel_group_limit(init, device), kernel_group_limit(merge, device)});
   tocl::set_args(init, buffer_arg(keys), buffer_arg(idx), buffer_arg(in), N, Pi, Bi, D);
   set_local_arrays(init, 10, B, key_size);
   tocl::enqueue_1d(device, stream, init, blocks * group, group);
