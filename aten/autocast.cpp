@@ -16,6 +16,9 @@ namespace {
 
 using namespace at::autocast;
 // The operator lists spell their signatures unqualified, as inside namespace at.
+#if TORCH_OPENCL_HAS_DIMNAMES  // torch 2.11's operator lists name it too (gone in 2.13)
+using at::DimnameList;
+#endif
 using at::IntArrayRef;
 using at::Scalar;
 using at::ScalarType;

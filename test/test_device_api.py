@@ -17,6 +17,7 @@ import pytest
 import torch
 
 import torch_opencl  # noqa: F401
+from torch_opencl_autoload import accelerator_build
 
 DEV = torch.device("opencl")
 TEST_DIR = Path(__file__).resolve().parent
@@ -79,6 +80,8 @@ AUTOLOAD_CHILD = """
 """
 
 
+@pytest.mark.skipif(accelerator_build() is not None,
+                    reason="a CUDA or ROCm build of torch does not autoload (test_kernel_class_and_builds.py)")
 def test_autoload_on_and_off():
     on = _start(AUTOLOAD_CHILD)
     off = _start(AUTOLOAD_CHILD, TORCH_DEVICE_BACKEND_AUTOLOAD="0")

@@ -3,6 +3,7 @@ PrivateUse1 ProfilerStubs), and torch.profiler.profile with the PrivateUse1 acti
 import json
 import time
 
+import pytest
 import torch
 from torch.profiler import ProfilerActivity
 
@@ -56,6 +57,10 @@ def test_profiler_with_privateuse1_activity_records_the_operators(tmp_path):
 
 # --- Kineto: the device's own activities (aten/kineto_profiler.cpp) -------------------------------
 
+# Built only against a torch with the PrivateUse1 profiler registry (2.12 and later; not 2.11).
+needs_kineto_plugin = pytest.mark.skipif(not torch_opencl._C._has_kineto_plugin(),
+                                         reason="built against a torch without the PrivateUse1 profiler registry")
+
 def _kineto_profile(fn, activities=(ProfilerActivity.CPU, ProfilerActivity.PrivateUse1), **kwargs):
     with torch.profiler.profile(activities=list(activities), **kwargs) as prof:
         out = fn()
@@ -78,6 +83,7 @@ def _workload():
     return y.cpu(), (a.cpu(), b.cpu(), c.cpu())
 
 
+@needs_kineto_plugin
 def test_kineto_trace_has_device_kernels_linked_to_their_operators(tmp_path):
     _workload()  # build the programs outside the profile
     prof, (y, (a, b, c)) = _kineto_profile(_workload)
@@ -104,6 +110,7 @@ def test_kineto_trace_has_device_kernels_linked_to_their_operators(tmp_path):
     assert any(e.get("cat") == "privateuse1_runtime" and e["name"] == "clEnqueueNDRangeKernel" for e in events)
 
 
+@needs_kineto_plugin
 def test_kineto_trace_shows_a_clblast_routine_as_one_kernel(tmp_path):
     from torch_opencl import _C
     old = _C._small_gemm_limit(0)  # CLBlast for every size
@@ -116,6 +123,7 @@ def test_kineto_trace_shows_a_clblast_routine_as_one_kernel(tmp_path):
     assert any(k["name"].startswith("clblast::") for k in kernels), [k["name"] for k in kernels]
 
 
+@needs_kineto_plugin
 def test_kineto_key_averages_report_device_time_of_opencl_operators():
     _workload()
     prof, _ = _kineto_profile(_workload)
@@ -134,6 +142,7 @@ def test_kineto_key_averages_report_device_time_of_opencl_operators():
     assert "OPENCL" in table.upper() and "aten::mul" in table
 
 
+@needs_kineto_plugin
 def test_kineto_links_backward_kernels_run_on_the_autograd_device_thread():
     w = torch.randn(16, 8, device=DEV, requires_grad=True)
     x = torch.randn(4, 16, device=DEV)
@@ -156,6 +165,7 @@ def test_kineto_links_backward_kernels_run_on_the_autograd_device_thread():
     assert len(kernels) >= 4
 
 
+@needs_kineto_plugin
 def test_kineto_records_only_inside_the_profile(tmp_path):
     x = torch.ones(1000, device=DEV)
     _work(x)
@@ -172,6 +182,7 @@ def test_kineto_records_only_inside_the_profile(tmp_path):
     assert "cpu_op" in cats and "kernel" not in cats
 
 
+@needs_kineto_plugin
 def test_kineto_schedule_records_the_active_steps_only(tmp_path):
     x = torch.ones(1000, device=DEV)
     _work(x)

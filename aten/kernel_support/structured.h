@@ -15,6 +15,14 @@
 
 namespace torch_opencl {
 
+// torch 2.11 (and older) passes the output's dimension names after the options; CMake reads
+// ATen/TensorMeta.h and defines TORCH_OPENCL_HAS_DIMNAMES=1 where it does.
+#if TORCH_OPENCL_HAS_DIMNAMES
+#define TOCL_OUTPUT_NAMES , at::DimnameList
+#else
+#define TOCL_OUTPUT_NAMES
+#endif
+
 namespace structured_detail {
 
 inline void check_out(const at::Tensor& out, at::TensorOptions options) {
@@ -60,11 +68,11 @@ void notify_base(Self* self, int64_t i, at::IntArrayRef sizes, at::IntArrayRef s
 // Meta is an at::meta::structured_* class (a TensorIteratorBase or a MetaBase).
 template <class Meta, int N = 1>
 struct StructuredFunctional final : public Meta {
-  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) override {
+  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options TOCL_OUTPUT_NAMES) override {
     outputs_[i] = structured_detail::create_out(sizes, strides, options);
     structured_detail::notify_base<Meta>(this, i, sizes, strides, options);
   }
-  void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) override {
+  void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options TOCL_OUTPUT_NAMES) override {
     outputs_[i] = structured_detail::create_out(sizes, strides, options);
     structured_detail::notify_base<Meta>(this, i, sizes, strides, options);
   }
@@ -77,10 +85,10 @@ struct StructuredFunctional final : public Meta {
 // shape and options, for kernels that produce their result by composing native ops.
 template <class Meta>
 struct StructuredCheck final : public Meta {
-  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) override {
+  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options TOCL_OUTPUT_NAMES) override {
     record(i, sizes, options);
   }
-  void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) override {
+  void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options TOCL_OUTPUT_NAMES) override {
     record(i, sizes, options);
   }
   const at::Tensor& maybe_get_output(int64_t) override { return undefined_; }
@@ -105,10 +113,10 @@ struct StructuredOut final : public Meta {
   // Two outputs (e.g. values and indices).
   StructuredOut(const at::Tensor& out0, const at::Tensor& out1)
       : outputs_{std::ref(out0), std::ref(out1)}, in_place_(false) {}
-  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) override {
+  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options TOCL_OUTPUT_NAMES) override {
     set(i, sizes, strides, options);
   }
-  void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) override {
+  void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options TOCL_OUTPUT_NAMES) override {
     set(i, sizes, strides, options);
   }
   const at::Tensor& maybe_get_output(int64_t i) override {

@@ -23,10 +23,10 @@ void on_cpu(const char* name, const at::Tensor& result, F compute) {
 // set_output_raw_strided base only asserts): functional (allocates) and out=/in-place.
 template <class Meta>
 struct Functional final : public Meta {
-  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions o) override {
+  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions o TOCL_OUTPUT_NAMES) override {
     out_ = structured_detail::create_out(sizes, strides, o);
   }
-  void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions o) override {
+  void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions o TOCL_OUTPUT_NAMES) override {
     out_ = structured_detail::create_out(sizes, strides, o);
   }
   const at::Tensor& maybe_get_output(int64_t) override { return out_; }
@@ -37,10 +37,10 @@ struct Functional final : public Meta {
 template <class Meta>
 struct Out final : public Meta {
   Out(const at::Tensor& out, bool in_place = false) : out_(out), in_place_(in_place) {}
-  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions o) override {
+  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions o TOCL_OUTPUT_NAMES) override {
     set(sizes, strides, o);
   }
-  void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions o) override {
+  void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions o TOCL_OUTPUT_NAMES) override {
     set(sizes, strides, o);
   }
   const at::Tensor& maybe_get_output(int64_t) override { return out_; }

@@ -5,9 +5,16 @@ Importing this package (plain ``import torch`` does it through the
 ``opencl``, registers ``torch.opencl`` and the ``.opencl()`` methods, and loads
 the native kernels and the CPU fallback.
 """
+import warnings
+
 import torch
 
-from . import _C  # noqa: F401  (loads libtorch_opencl: guard, hooks, allocator, kernels)
+from torch_opencl_autoload import CUDA_CONFLICT, accelerator_build
+
+if accelerator_build():
+    warnings.warn(CUDA_CONFLICT.format(build=accelerator_build()), RuntimeWarning, stacklevel=2)
+
+from . import _C  # noqa: E402,F401  (loads libtorch_opencl: guard, hooks, allocator, kernels)
 
 _BACKEND = "opencl"
 

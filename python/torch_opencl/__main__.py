@@ -31,6 +31,7 @@ def main() -> int:
 
     import torch_opencl
     from torch_opencl import _C
+    from torch_opencl_autoload import accelerator_build
 
     out = []
     out.append(f"torch:          {torch.__version__}")
@@ -85,6 +86,10 @@ def main() -> int:
             out.append(f"    max work group:    {p['max_work_group_size']}")
             out.append(f"    fp64:              {_yes_no(p['fp64'])}")
             out.append(f"    fp16:              {_yes_no(p['fp16'])}")
+            simd = p['simd_width'] or "unknown"
+            out.append(f"    SIMD width:        {simd}")
+            out.append(f"    kernel class:      {p['kernel_class']} ({p['kernel_class_reason']}; "
+                       f"TORCH_OPENCL_KERNEL_CLASS=cpu|gpu forces one)")
 
     out.append("")
     cache_dir = _C._cache_dir()
@@ -94,8 +99,13 @@ def main() -> int:
         out.append("Program cache:  disk cache disabled (TORCH_OPENCL_CACHE=0); programs are kept in memory only")
     out.append(f"Fallback mode:  {torch.opencl.fallback_mode()} (TORCH_OPENCL_FALLBACK=warn|silent|error)")
     autoload = os.environ.get("TORCH_DEVICE_BACKEND_AUTOLOAD", "1") != "0"
-    out.append(f"Autoload:       {'on' if autoload else 'off'} "
-               f"(import torch loads torch_opencl unless TORCH_DEVICE_BACKEND_AUTOLOAD=0)")
+    build = accelerator_build()
+    if build:
+        out.append(f"Autoload:       off: torch is a {build} build, where a registered opencl backend breaks "
+                   f"CUDA's backward (PyTorch issue 161129); `import torch_opencl` loads it explicitly")
+    else:
+        out.append(f"Autoload:       {'on' if autoload else 'off'} "
+                   f"(import torch loads torch_opencl unless TORCH_DEVICE_BACKEND_AUTOLOAD=0)")
     print("\n".join(out))
     return 0
 

@@ -15,6 +15,7 @@
 #include "runtime/error.h"
 #include "runtime/fork.h"
 #include "runtime/gemm_tuning.h"
+#include "runtime/kernel_forms.h"
 #include "runtime/launch.h"
 #include "runtime/program_cache.h"
 #include "runtime/stream.h"
@@ -46,6 +47,11 @@ py::dict device_properties(int index) {
   p["max_work_group_size"] = d.max_work_group_size;
   p["fp64"] = d.fp64;
   p["fp16"] = d.fp16;
+  p["simd_width"] = d.simd_width;
+  p["local_memory_dedicated"] = d.local_mem_dedicated;
+  const auto& forms = tocl::kernel_forms(index);
+  p["kernel_class"] = tocl::kernel_class_name(forms.kernel_class);
+  p["kernel_class_reason"] = forms.reason;
   p["extensions"] = d.extensions;
   p["platform_index"] = d.platform_index;
   p["index_in_platform"] = d.index_in_platform;
@@ -189,6 +195,9 @@ PYBIND11_MODULE(_C, m) {
     tocl::ensure_gemm_tuning(device);
     tocl::override_gemm_parameters(device, kernel, bits, p);
   });
+  // False where torch lacks the PrivateUse1 profiler registry (torch 2.11): torch.profiler then shows
+  // operators but not the device's kernels; the legacy profiler still times them.
+  m.def("_has_kineto_plugin", [] { return static_cast<bool>(TORCH_OPENCL_KINETO_PLUGIN); });
   m.def("_opencl_headers_version", [] { return CL_TARGET_OPENCL_VERSION; });
 
   m.def("_default_generator", [](int device) {
