@@ -1,0 +1,85 @@
+#pragma once
+// The order in which an opencl_gloo backend hands calls to gloo, and how their results come back.
+//
+// Every rank must start gloo's operations in the same order, so one thread per backend starts them,
+// in the order the calls were made: it waits (on the host) for the call's device-to-host copies,
+// checks that every rank made the same call (below), and starts gloo's operation on the host copies.
+// A second thread waits for each operation to finish and enqueues the copies back onto the device on
+// a stream of its own, so a caller only blocks where it waits for a Work. Point-to-point calls are
+// never waited for by the starting thread, so a send and a recv between two ranks cannot deadlock.
+//
+// The check: before a collective, the ranks exchange a short description of it (its name, reduce op,
+// root, dtypes and element counts: what gloo needs to agree on). gloo itself aborts the process on
+// mismatched sizes and silently mixes mismatched dtypes; with the check, every rank raises the same
+// clear error instead, and the group stays usable. TORCH_OPENCL_DIST_CHECK=0 turns it off.
+#include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "aten/distributed/staging_work.h"
+#include "runtime/event.h"
+
+namespace torch_opencl::distributed {
+
+struct StagedCall {
+  std::string signature;  // what every rank must pass alike; empty for point-to-point calls
+  // Per-rank figures whose relation between ranks `check_layout` verifies (all_to_all's splits).
+  std::vector<int64_t> layout;
+  std::function<std::string(const std::vector<std::vector<int64_t>>&)> check_layout;
+  std::function<c10::intrusive_ptr<c10d::Work>()> start;  // gloo's operation on the host copies
+  std::vector<std::pair<at::Tensor, at::Tensor>> results;  // (device tensor, its host copy): copied back
+  std::vector<at::Tensor> average;                        // host copies divided by the group size (AVG)
+  int device = -1;                                        // -1: no tensors (barrier)
+  tocl::Event staged;     // on the caller's stream, after the device-to-host copies
+  bool any_source = false;  // recv from any rank: the Work reports the sender
+  c10::intrusive_ptr<StagingWork> work;
+};
+
+class CommQueue {
+ public:
+  CommQueue(c10::intrusive_ptr<c10d::Backend> gloo, int rank, int size, std::chrono::milliseconds timeout);
+  ~CommQueue();  // finishes the calls already made, then stops both threads
+
+  void submit(std::unique_ptr<StagedCall> call);
+  void set_timeout(std::chrono::milliseconds timeout);
+
+ private:
+  struct Started {
+    std::unique_ptr<StagedCall> call;
+    c10::intrusive_ptr<c10d::Work> gloo_work;
+    std::exception_ptr error;
+  };
+
+  void start_loop();
+  void complete_loop();
+  void check_agreement(const StagedCall& call);
+  void finish(Started& started);
+  std::vector<std::vector<int64_t>> exchange(const std::vector<int64_t>& mine);
+
+  c10::intrusive_ptr<c10d::Backend> gloo_;
+  const int rank_;
+  const int size_;
+  std::chrono::milliseconds timeout_;
+  const bool check_calls_;
+  std::map<int, int> result_streams_;  // device -> stream of the copies back (complete thread only)
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<StagedCall>> to_start_;
+  std::deque<Started> to_complete_;
+  bool stopping_ = false;
+  std::thread start_thread_;
+  std::thread complete_thread_;
+};
+
+}  // namespace torch_opencl::distributed
