@@ -68,6 +68,61 @@ void CommQueue::set_timeout(std::chrono::milliseconds timeout) {
   timeout_ = timeout;
 }
 
+int CommQueue::stream_for(int device) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = streams_.find(device);
+  if (it == streams_.end()) it = streams_.emplace(device, tocl::stream_from_pool(device)).first;
+  return it->second;
+}
+
+void CommQueue::wait_for_writes(StagedCall& call) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [&] {
+    for (const auto& [device_tensor, host] : call.inputs)
+      if (pending_writes_.count(device_tensor.storage().unsafeGetStorageImpl())) return false;
+    return true;
+  });
+  for (const auto& [device_tensor, host] : call.results)
+    pending_writes_.insert(device_tensor.storage().unsafeGetStorageImpl());
+  call.writes_pending = true;
+}
+
+void CommQueue::written(StagedCall& call) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!call.writes_pending) return;
+    call.writes_pending = false;
+    for (const auto& [device_tensor, host] : call.results)
+      pending_writes_.erase(pending_writes_.find(device_tensor.storage().unsafeGetStorageImpl()));
+  }
+  cv_.notify_all();
+}
+
+namespace {
+c10::Stream stream_object(int device, int stream_id) {
+  return c10::Stream(c10::Stream::UNSAFE, c10::Device(kOpenCL, static_cast<c10::DeviceIndex>(device)),
+                     static_cast<c10::StreamId>(stream_id));
+}
+}  // namespace
+
+void CommQueue::stage_inputs(StagedCall& call) {
+  if (call.device < 0) return;
+  const int stream_id = stream_for(call.device);
+  const c10::Stream stream = stream_object(call.device, stream_id);
+  c10::StreamGuard guard(stream);
+  // After what the caller's stream did before the call: its inputs, and earlier uses of the outputs' memory.
+  call.called.wait(call.device, stream_id);
+  if (call.inputs.empty()) return;
+  const c10::impl::VirtualGuardImpl impl(kOpenCL);
+  for (auto& [device_tensor, host] : call.inputs) {
+    host.copy_(device_tensor, /*non_blocking=*/true);
+    impl.recordDataPtrOnStream(device_tensor.storage().data_ptr(), stream);
+  }
+  tocl::Event copied;
+  copied.record(call.device, stream_id);
+  copied.synchronize();
+}
+
 void CommQueue::submit(std::unique_ptr<StagedCall> call) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -120,8 +175,9 @@ void CommQueue::start_loop() {
       to_start_.pop_front();
     }
     Started started;
+    wait_for_writes(*call);
     try {
-      call->staged.synchronize();
+      stage_inputs(*call);
       if (check_calls_ && !call->signature.empty()) check_agreement(*call);
       started.gloo_work = call->start();
     } catch (...) {
@@ -164,21 +220,16 @@ void CommQueue::finish(Started& started) {
       const int source = call.any_source ? started.gloo_work->sourceRank() : -1;
       for (auto& host : call.average) host.div_(size_);
       if (call.device >= 0) {
-        auto it = result_streams_.find(call.device);
-        if (it == result_streams_.end())
-          it = result_streams_.emplace(call.device, tocl::stream_from_pool(call.device)).first;
-        const int stream_id = it->second;
-        const c10::Stream stream(c10::Stream::UNSAFE, c10::Device(kOpenCL, static_cast<c10::DeviceIndex>(call.device)),
-                                 static_cast<c10::StreamId>(stream_id));
-        c10::StreamGuard guard(stream);
-        // The outputs' memory may have been in use on the caller's stream until the call.
-        call.staged.wait(call.device, stream_id);
+        const int stream_id = stream_for(call.device);
+        const c10::Stream stream = stream_object(call.device, stream_id);
+        c10::StreamGuard guard(stream);  // which already waited for the caller's stream (stage_inputs)
         const c10::impl::VirtualGuardImpl impl(kOpenCL);
         for (auto& [device_tensor, host] : call.results) {
           device_tensor.copy_(host, /*non_blocking=*/true);
           // Freed before this copy finished, the block is not reused.
           impl.recordDataPtrOnStream(device_tensor.storage().data_ptr(), stream);
         }
+        written(call);
         call.work->complete(source);  // records the Future's event on this stream
       } else {
         call.work->complete(source);
@@ -188,6 +239,7 @@ void CommQueue::finish(Started& started) {
       error = std::current_exception();
     }
   }
+  written(call);
   std::string text = error_text(error);
   if (text.rfind("opencl_gloo", 0) != 0)
     text = c10::str("opencl_gloo: ", call.work->what(), " failed on rank ", rank_, ": ", text);

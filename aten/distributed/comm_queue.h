@@ -1,12 +1,15 @@
 #pragma once
-// The order in which an opencl_gloo backend hands calls to gloo, and how their results come back.
+// The order in which an opencl_gloo backend hands calls to gloo, and how their data moves.
 //
 // Every rank must start gloo's operations in the same order, so one thread per backend starts them,
-// in the order the calls were made: it waits (on the host) for the call's device-to-host copies,
-// checks that every rank made the same call (below), and starts gloo's operation on the host copies.
-// A second thread waits for each operation to finish and enqueues the copies back onto the device on
-// a stream of its own, so a caller only blocks where it waits for a Work. Point-to-point calls are
-// never waited for by the starting thread, so a send and a recv between two ranks cannot deadlock.
+// in the order the calls were made. For each call it enqueues the device-to-host copies on the
+// backend's stream for the device (after the work the caller's stream had when the call was made),
+// waits for them on the host, checks that every rank made the same call (below), and starts gloo's
+// operation on the host buffers. A second thread waits for each operation to finish and enqueues the
+// copies back onto the device on the same stream, so a caller only blocks where it waits for a Work.
+// A call that reads a tensor an earlier call has yet to write back starts after that write-back is
+// enqueued, so calls on one tensor see each other's results in order, as NCCL's do. Point-to-point
+// calls are never waited for by the starting thread, so sends and recvs between ranks cannot deadlock.
 //
 // The check: before a collective, the ranks exchange a short description of it (its name, reduce op,
 // root, dtypes and element counts: what gloo needs to agree on). gloo itself aborts the process on
@@ -20,6 +23,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,12 +40,14 @@ struct StagedCall {
   // Per-rank figures whose relation between ranks `check_layout` verifies (all_to_all's splits).
   std::vector<int64_t> layout;
   std::function<std::string(const std::vector<std::vector<int64_t>>&)> check_layout;
-  std::function<c10::intrusive_ptr<c10d::Work>()> start;  // gloo's operation on the host copies
-  std::vector<std::pair<at::Tensor, at::Tensor>> results;  // (device tensor, its host copy): copied back
-  std::vector<at::Tensor> average;                        // host copies divided by the group size (AVG)
+  std::function<c10::intrusive_ptr<c10d::Work>()> start;  // gloo's operation on the host buffers
+  std::vector<std::pair<at::Tensor, at::Tensor>> inputs;   // (device tensor, host buffer): copied in at the start
+  std::vector<std::pair<at::Tensor, at::Tensor>> results;  // (device tensor, host buffer): copied back at the end
+  std::vector<at::Tensor> average;                        // host buffers divided by the group size (AVG)
   int device = -1;                                        // -1: no tensors (barrier)
-  tocl::Event staged;     // on the caller's stream, after the device-to-host copies
+  tocl::Event called;       // the caller's stream when the call was made
   bool any_source = false;  // recv from any rank: the Work reports the sender
+  bool writes_pending = false;  // its results are in CommQueue::pending_writes_
   c10::intrusive_ptr<StagingWork> work;
 };
 
@@ -63,7 +69,11 @@ class CommQueue {
   void start_loop();
   void complete_loop();
   void check_agreement(const StagedCall& call);
+  void stage_inputs(StagedCall& call);
   void finish(Started& started);
+  int stream_for(int device);  // the backend's stream on a device, for the copies both ways
+  void wait_for_writes(StagedCall& call);
+  void written(StagedCall& call);
   std::vector<std::vector<int64_t>> exchange(const std::vector<int64_t>& mine);
 
   c10::intrusive_ptr<c10d::Backend> gloo_;
@@ -71,7 +81,9 @@ class CommQueue {
   const int size_;
   std::chrono::milliseconds timeout_;
   const bool check_calls_;
-  std::map<int, int> result_streams_;  // device -> stream of the copies back (complete thread only)
+  std::map<int, int> streams_;  // device -> stream id
+  // Storages that started calls will still write back into (NCCL's order for calls on one tensor).
+  std::multiset<const c10::StorageImpl*> pending_writes_;
 
   std::mutex mutex_;
   std::condition_variable cv_;

@@ -1,7 +1,8 @@
 #include "aten/distributed/staging_backend.h"
 
 #include <ATen/EmptyTensor.h>
-#include <c10/core/DeviceGuard.h>
+
+#include <numeric>
 
 #include "aten/host_allocator.h"
 #include "runtime/stream.h"
@@ -50,7 +51,7 @@ class CallBuilder {
     call_ = std::make_unique<StagedCall>();
   }
 
-  // Every tensor of a call: on one opencl device, dense. `role` names it in errors ("output 1").
+  // Every tensor of a call: on one opencl device, dense. `role` names it in errors ("output[1]").
   CallBuilder& check(const at::Tensor& t, const std::string& role) {
     TORCH_CHECK(t.defined(), "opencl_gloo ", name_, ": ", role, " is an undefined tensor");
     TORCH_CHECK(t.device().type() == kOpenCL, "opencl_gloo ", name_, ": ", role, " is a ", t.device(),
@@ -68,11 +69,12 @@ class CallBuilder {
     return *this;
   }
   CallBuilder& check(const TensorList& ts, const std::string& role) {
-    for (size_t i = 0; i < ts.size(); ++i) check(ts[i], c10::str(role, " ", i));
+    for (size_t i = 0; i < ts.size(); ++i) check(ts[i], c10::str(role, "[", i, "]"));
     return *this;
   }
   CallBuilder& check(const std::vector<TensorList>& ts, const std::string& role) {
-    for (size_t i = 0; i < ts.size(); ++i) check(ts[i], c10::str(role, "[", i, "]"));
+    for (size_t i = 0; i < ts.size(); ++i)
+      for (size_t j = 0; j < ts[i].size(); ++j) check(ts[i][j], c10::str(role, "[", i, "][", j, "]"));
     return *this;
   }
 
@@ -90,15 +92,15 @@ class CallBuilder {
     return c10d::ReduceOp(c10d::ReduceOp::SUM);
   }
 
-  // A host copy gloo reads (enqueued on the caller's current stream).
-  at::Tensor in(const at::Tensor& t) {
-    at::Tensor host = pinned_like(t);
-    host.copy_(t, /*non_blocking=*/true);
+  // A host buffer gloo reads, copied from `t` when the call starts.
+  at::Tensor in(const at::Tensor& t) { return in(t, pinned_like(t)); }
+  at::Tensor in(const at::Tensor& t, const at::Tensor& host) {
+    call_->inputs.emplace_back(t, host);
     return host;
   }
   // A host buffer gloo writes, copied back into `t` when the call completes.
-  at::Tensor out(const at::Tensor& t) {
-    at::Tensor host = pinned_like(t);
+  at::Tensor out(const at::Tensor& t) { return out(t, pinned_like(t)); }
+  at::Tensor out(const at::Tensor& t, const at::Tensor& host) {
     call_->results.emplace_back(t, host);
     outputs_.push_back(t);
     if (average_) call_->average.push_back(host);
@@ -132,8 +134,7 @@ class CallBuilder {
   }
 
   WorkPtr submit(std::function<WorkPtr(c10d::Backend&)> start) {
-    // Also without copies to the host: the copies back wait for what the caller's stream did before.
-    if (device_ >= 0) call_->staged.record(device_, tocl::current_stream(device_));
+    if (device_ >= 0) call_->called.record(device_, tocl::current_stream(device_));
     call_->device = device_;
     auto gloo = backend_.gloo_;
     call_->start = [gloo, start = std::move(start)] { return start(*gloo); };
@@ -143,9 +144,6 @@ class CallBuilder {
     return backend_.submit(std::move(call_));
   }
 
-  // Device guard for the staging copies: they run on the current stream of the tensors' device.
-  int device() const { return device_; }
-
  private:
   template <typename F>
   TensorList map(const TensorList& ts, F f) {
@@ -154,10 +152,15 @@ class CallBuilder {
     for (const auto& t : ts) r.push_back(f(t));
     return r;
   }
-  static at::Tensor pinned_like(const at::Tensor& t) {
-    return at::detail::empty_generic(t.sizes(), host_allocator(), c10::DispatchKeySet(c10::DispatchKey::CPU),
-                                     t.scalar_type(), std::nullopt);
+
+ public:
+  static at::Tensor pinned(at::IntArrayRef sizes, at::ScalarType dtype) {
+    return at::detail::empty_generic(sizes, host_allocator(), c10::DispatchKeySet(c10::DispatchKey::CPU), dtype,
+                                     std::nullopt);
   }
+  static at::Tensor pinned_like(const at::Tensor& t) { return pinned(t.sizes(), t.scalar_type()); }
+
+ private:
 
   StagingBackend& backend_;
   const char* name_;
@@ -171,14 +174,6 @@ class CallBuilder {
 };
 
 namespace {
-
-// The staging copies run on the current stream of the tensors' device, whichever device is current.
-struct DeviceScope {
-  std::optional<c10::DeviceGuard> guard;
-  explicit DeviceScope(int device) {
-    if (device >= 0) guard.emplace(c10::Device(kOpenCL, static_cast<c10::DeviceIndex>(device)));
-  }
-};
 
 // Ranks r and p agree when what r sends to p (mine[p]) is what p expects from r (theirs[size + r]).
 std::function<std::string(const std::vector<std::vector<int64_t>>&)> exchange_check(const char* name,
@@ -234,7 +229,6 @@ WorkPtr StagingBackend::endCoalescing() {
 WorkPtr StagingBackend::broadcast(TensorList& tensors, const c10d::BroadcastOptions& opts) {
   CallBuilder b(*this, "broadcast", OpType::BROADCAST);
   b.check(tensors, "tensor");
-  DeviceScope scope(b.device());
   auto host = opts.rootRank == getRank() ? b.inout(tensors) : b.out(tensors);
   b.agree(c10::str("root=", opts.rootRank, " ", describe(tensors)));
   return b.submit([host, opts](c10d::Backend& g) mutable { return g.broadcast(host, opts); });
@@ -246,7 +240,6 @@ WorkPtr StagingBackend::allreduce(TensorList& tensors, const c10d::AllreduceOpti
   b.check(tensors, "tensor");
   auto o = opts;
   o.reduceOp = b.reduce_op(opts.reduceOp, tensors);
-  DeviceScope scope(b.device());
   auto host = b.inout(tensors);
   b.agree(describe(tensors));
   return b.submit([host, o](c10d::Backend& g) mutable { return g.allreduce(host, o); });
@@ -257,7 +250,6 @@ WorkPtr StagingBackend::allreduce_coalesced(TensorList& tensors, const c10d::All
   b.check(tensors, "tensor");
   auto o = opts;
   o.reduceOp = b.reduce_op(opts.reduceOp, tensors);
-  DeviceScope scope(b.device());
   auto host = b.inout(tensors);
   b.agree(describe(tensors));
   return b.submit([host, o](c10d::Backend& g) mutable { return g.allreduce_coalesced(host, o); });
@@ -268,7 +260,6 @@ WorkPtr StagingBackend::reduce(TensorList& tensors, const c10d::ReduceOptions& o
   b.check(tensors, "tensor");
   auto o = opts;
   o.reduceOp = b.reduce_op(opts.reduceOp, tensors);
-  DeviceScope scope(b.device());
   auto host = b.inout(tensors);
   b.agree(c10::str("root=", opts.rootRank, " ", describe(tensors)));
   return b.submit([host, o](c10d::Backend& g) mutable { return g.reduce(host, o); });
@@ -278,7 +269,6 @@ WorkPtr StagingBackend::allgather(std::vector<TensorList>& outputs, TensorList& 
                                   const c10d::AllgatherOptions& opts) {
   CallBuilder b(*this, "all_gather", OpType::ALLGATHER);
   b.check(inputs, "input").check(outputs, "output");
-  DeviceScope scope(b.device());
   auto host_in = b.in(inputs);
   std::vector<TensorList> host_out;
   for (auto& o : outputs) host_out.push_back(b.out(o));
@@ -294,7 +284,6 @@ WorkPtr StagingBackend::_allgather_base(at::Tensor& output, at::Tensor& input, c
   TORCH_CHECK(output.numel() == input.numel() * getSize(), "opencl_gloo all_gather_into_tensor: output has ",
               output.numel(), " elements, but must have the group size (", getSize(), ") times the input's ",
               input.numel());
-  DeviceScope scope(b.device());
   auto host_in = b.in(input);
   auto host_out = b.out(output);
   b.agree(describe({input}));
@@ -306,7 +295,6 @@ WorkPtr StagingBackend::allgather_coalesced(std::vector<TensorList>& outputs, Te
                                             const c10d::AllgatherOptions& opts) {
   CallBuilder b(*this, "all_gather_coalesced", OpType::ALLGATHER_COALESCED);
   b.check(inputs, "input").check(outputs, "output");
-  DeviceScope scope(b.device());
   auto host_in = b.in(inputs);
   std::vector<TensorList> host_out;
   for (auto& o : outputs) host_out.push_back(b.out(o));
@@ -321,7 +309,6 @@ WorkPtr StagingBackend::allgather_into_tensor_coalesced(TensorList& outputs, Ten
   b.check(inputs, "input").check(outputs, "output");
   TORCH_CHECK(outputs.size() == inputs.size(), "opencl_gloo all_gather_into_tensor_coalesced: ", outputs.size(),
               " outputs for ", inputs.size(), " inputs");
-  DeviceScope scope(b.device());
   auto host_in = b.in(inputs);
   auto host_out = b.out(outputs);
   b.agree(describe(inputs));
@@ -333,7 +320,6 @@ WorkPtr StagingBackend::allgather_into_tensor_coalesced(TensorList& outputs, Ten
 WorkPtr StagingBackend::gather(std::vector<TensorList>& outputs, TensorList& inputs, const c10d::GatherOptions& opts) {
   CallBuilder b(*this, "gather", OpType::GATHER);
   b.check(inputs, "input").check(outputs, "output");
-  DeviceScope scope(b.device());
   auto host_in = b.in(inputs);
   std::vector<TensorList> host_out;
   for (auto& o : outputs) host_out.push_back(b.out(o));
@@ -344,7 +330,6 @@ WorkPtr StagingBackend::gather(std::vector<TensorList>& outputs, TensorList& inp
 WorkPtr StagingBackend::scatter(TensorList& outputs, std::vector<TensorList>& inputs, const c10d::ScatterOptions& opts) {
   CallBuilder b(*this, "scatter", OpType::SCATTER);
   b.check(outputs, "output").check(inputs, "input");
-  DeviceScope scope(b.device());
   std::vector<TensorList> host_in;
   for (auto& i : inputs) host_in.push_back(b.in(i));
   auto host_out = b.out(outputs);
@@ -358,7 +343,6 @@ WorkPtr StagingBackend::reduce_scatter(TensorList& outputs, std::vector<TensorLi
   b.check(outputs, "output").check(inputs, "input");
   auto o = opts;
   o.reduceOp = b.reduce_op(opts.reduceOp, outputs);
-  DeviceScope scope(b.device());
   std::vector<TensorList> host_in;
   for (auto& i : inputs) host_in.push_back(b.in(i));
   auto host_out = b.out(outputs);
@@ -377,7 +361,6 @@ WorkPtr StagingBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& inp
               output.numel());
   auto o = opts;
   o.reduceOp = b.reduce_op(opts.reduceOp, {output});
-  DeviceScope scope(b.device());
   auto host_in = b.in(input);
   auto host_out = b.out(output);
   b.agree(describe({output}));
@@ -393,7 +376,6 @@ WorkPtr StagingBackend::reduce_scatter_tensor_coalesced(TensorList& outputs, Ten
               " outputs for ", inputs.size(), " inputs");
   auto o = opts;
   o.reduceOp = b.reduce_op(opts.reduceOp, outputs);
-  DeviceScope scope(b.device());
   auto host_in = b.in(inputs);
   auto host_out = b.out(outputs);
   b.agree(describe(outputs));
@@ -432,7 +414,6 @@ WorkPtr StagingBackend::alltoall_base(at::Tensor& output, at::Tensor& input, std
   const int64_t out_row = output.size(0) ? output.numel() / output.size(0) : row;
   TORCH_CHECK(row == out_row || input.size(0) == 0 || output.size(0) == 0, "opencl_gloo all_to_all_single: input rows have ",
               row, " elements but output rows ", out_row);
-  DeviceScope scope(b.device());
   auto host_in = b.in(input);
   auto host_out = b.out(output);
   b.agree(c10::str(dtype_name(input.scalar_type()), " rows of ", input.numel() / std::max<int64_t>(input.size(0), 1),
@@ -444,31 +425,38 @@ WorkPtr StagingBackend::alltoall_base(at::Tensor& output, at::Tensor& input, std
 }
 
 WorkPtr StagingBackend::alltoall(TensorList& outputs, TensorList& inputs, const c10d::AllToAllOptions& opts) {
+  // gloo's list form takes equal sizes only; as NCCL does, any sizes go, through the flat form with splits.
   CallBuilder b(*this, "all_to_all", OpType::ALLTOALL);
   b.check(outputs, "output").check(inputs, "input");
   const auto size = static_cast<size_t>(getSize());
   TORCH_CHECK(inputs.size() == size && outputs.size() == size, "opencl_gloo all_to_all: needs one input and one "
               "output tensor per rank (", size, "), got ", inputs.size(), " inputs and ", outputs.size(), " outputs");
-  std::vector<int64_t> mine;
-  for (const auto& t : inputs) mine.push_back(t.numel());
-  for (const auto& t : outputs) mine.push_back(t.numel());
+  const auto dtype = inputs[0].scalar_type();
   for (size_t i = 0; i < size; ++i)
-    TORCH_CHECK(outputs[i].scalar_type() == inputs[0].scalar_type() && inputs[i].scalar_type() == inputs[0].scalar_type(),
-                "opencl_gloo all_to_all: every input and output must have one dtype, got ",
-                dtype_name(inputs[0].scalar_type()), " and ", dtype_name(inputs[i].scalar_type()), "/",
-                dtype_name(outputs[i].scalar_type()));
-  DeviceScope scope(b.device());
-  auto host_in = b.in(inputs);
-  auto host_out = b.out(outputs);
-  b.agree(dtype_name(inputs[0].scalar_type()));
+    TORCH_CHECK(outputs[i].scalar_type() == dtype && inputs[i].scalar_type() == dtype,
+                "opencl_gloo all_to_all: every input and output must have one dtype, got ", dtype_name(dtype),
+                " and ", dtype_name(inputs[i].scalar_type()), "/", dtype_name(outputs[i].scalar_type()));
+  std::vector<int64_t> in_splits, out_splits;
+  for (const auto& t : inputs) in_splits.push_back(t.numel());
+  for (const auto& t : outputs) out_splits.push_back(t.numel());
+  auto host_in = CallBuilder::pinned({std::accumulate(in_splits.begin(), in_splits.end(), int64_t{0})}, dtype);
+  auto host_out = CallBuilder::pinned({std::accumulate(out_splits.begin(), out_splits.end(), int64_t{0})}, dtype);
+  for (int64_t i = 0, at = 0; i < static_cast<int64_t>(size); at += in_splits[i], ++i)
+    b.in(inputs[i], host_in.narrow(0, at, in_splits[i]).view(inputs[i].sizes()));
+  for (int64_t i = 0, at = 0; i < static_cast<int64_t>(size); at += out_splits[i], ++i)
+    b.out(outputs[i], host_out.narrow(0, at, out_splits[i]).view(outputs[i].sizes()));
+  std::vector<int64_t> mine = in_splits;
+  mine.insert(mine.end(), out_splits.begin(), out_splits.end());
+  b.agree(dtype_name(dtype));
   b.layout(std::move(mine), exchange_check("all_to_all", "elements"));
-  return b.submit([host_out, host_in, opts](c10d::Backend& g) mutable { return g.alltoall(host_out, host_in, opts); });
+  return b.submit([host_out, host_in, out_splits, in_splits, opts](c10d::Backend& g) mutable {
+    return g.alltoall_base(host_out, host_in, out_splits, in_splits, opts);
+  });
 }
 
 WorkPtr StagingBackend::send(TensorList& tensors, int dst_rank, int tag) {
   CallBuilder b(*this, "send", OpType::SEND);
   b.check(tensors, "tensor");
-  DeviceScope scope(b.device());
   auto host = b.in(tensors);
   return b.submit([host, dst_rank, tag](c10d::Backend& g) mutable { return g.send(host, dst_rank, tag); });
 }
@@ -476,7 +464,6 @@ WorkPtr StagingBackend::send(TensorList& tensors, int dst_rank, int tag) {
 WorkPtr StagingBackend::recv(TensorList& tensors, int src_rank, int tag) {
   CallBuilder b(*this, "recv", OpType::RECV);
   b.check(tensors, "tensor");
-  DeviceScope scope(b.device());
   auto host = b.out(tensors);
   return b.submit([host, src_rank, tag](c10d::Backend& g) mutable { return g.recv(host, src_rank, tag); });
 }
@@ -484,7 +471,6 @@ WorkPtr StagingBackend::recv(TensorList& tensors, int src_rank, int tag) {
 WorkPtr StagingBackend::recvAnysource(TensorList& tensors, int tag) {
   CallBuilder b(*this, "recv", OpType::RECVANYSOURCE);
   b.check(tensors, "tensor");
-  DeviceScope scope(b.device());
   auto host = b.out(tensors);
   b.any_source();
   return b.submit([host, tag](c10d::Backend& g) mutable { return g.recvAnysource(host, tag); });

@@ -1,8 +1,9 @@
 #pragma once
-// opencl_gloo: torch.distributed's backend for opencl tensors. Each call checks its tensors, copies the
-// ones gloo reads into pinned host buffers on the caller's current stream, and hands the call to a
-// CommQueue, which runs gloo's operation on those buffers (a ProcessGroupGloo of its own) and copies
-// the results back. Python registers it for the opencl device type (torch_opencl/distributed.py).
+// opencl_gloo: torch.distributed's backend for opencl tensors. Each call checks its tensors, gives
+// each one gloo reads or writes a pinned host buffer, marks the caller's current stream, and hands the
+// call to a CommQueue, which copies the inputs to the host after that mark, runs gloo's operation on
+// the buffers (a ProcessGroupGloo of its own) and copies the results back. Python registers it for
+// the opencl device type (torch_opencl/distributed.py).
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include <memory>

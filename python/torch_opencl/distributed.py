@@ -1,9 +1,9 @@
 """torch.distributed for opencl tensors: the ``opencl_gloo`` backend.
 
-opencl_gloo copies each collective's opencl tensors into pinned host buffers on the caller's current
-stream, runs gloo's operation on them (a ProcessGroupGloo of its own), and copies the results back
-on a stream of its own; ``Work.wait()`` blocks until gloo is done and makes the current stream wait
-for those copies (see aten/distributed/). Registered at import:
+opencl_gloo copies each collective's opencl tensors into pinned host buffers (after the work queued on
+the caller's current stream), runs gloo's operation on them (a ProcessGroupGloo of its own), and
+copies the results back, on a stream of its own; ``Work.wait()`` blocks until gloo is done and makes
+the current stream wait for those copies (see aten/distributed/). Registered at import:
 
 - ``init_process_group()`` (no backend; torch picks by ``torch.accelerator``) and
   ``init_process_group("opencl_gloo")``: opencl tensors through opencl_gloo, CPU tensors through gloo.
