@@ -40,8 +40,10 @@ class Checks:
             self.results[name] = {"ok": False, "detail": traceback.format_exc()}
 
 
-def init(rank, world, store_file, backend="gloo", timeout_s=TIMEOUT_S):
+def init(rank, world, store_file, backend="gloo", timeout_s=TIMEOUT_S, device_id=None):
     kwargs = {} if backend is None else {"backend": backend}
+    if device_id is not None:
+        kwargs["device_id"] = device_id
     dist.init_process_group(
         init_method=f"file://{store_file}", rank=rank, world_size=world,
         timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
@@ -429,6 +431,22 @@ def collective_checks(rank, world, dev):
                "sends 2 rows to rank 1, but rank 1 expects 1", error=dist.DistBackendError)
         dist.all_reduce(out)  # the group still works
 
+    @add("mismatched_recv_raises_and_stays_in_step")
+    def _():
+        wrong = [torch.empty(5, device=dev), torch.empty(3, device=dev), torch.empty(4, device=dev, dtype=torch.int32)]
+        for i, buf in enumerate(wrong):
+            if rank == 0:
+                dist.send(torch.full((4,), float(i), device=dev), dst=1)
+            else:
+                raises(lambda buf=buf: dist.recv(buf, src=0), "rank 0 sent float32 x 4",
+                       f"this recv's tensor is {str(buf.dtype)[6:]} x {buf.numel()}", error=dist.DistBackendError)
+        got = torch.empty(4, device=dev)
+        if rank == 0:
+            dist.send(torch.full((4,), 7.0, device=dev), dst=1)
+        else:
+            dist.recv(got, src=0)
+            same(got, torch.full((4,), 7.0), "the next message")
+
     # --- bad arguments: raised where the call is made, before anything is sent
 
     @add("cpu_tensor_in_opencl_call_raises")
@@ -471,18 +489,19 @@ def collective_checks(rank, world, dev):
 # backend strings: which backend serves which device type
 
 
-BACKEND_FORMS = {
-    "gloo": "gloo",
-    "no_backend": None,
-    "opencl_gloo": "opencl_gloo",
-    "explicit": "cpu:gloo,opencl:opencl_gloo",
+BACKEND_FORMS = {  # name: (backend string, bind the group to the rank's device with device_id=)
+    "gloo": ("gloo", False),
+    "no_backend": (None, False),
+    "opencl_gloo": ("opencl_gloo", False),
+    "explicit": ("cpu:gloo,opencl:opencl_gloo", False),
+    "gloo_with_device_id": ("gloo", True),
 }
 
 
 def form_checks(rank, world, store_file, dev, checks):
-    for i, (name, backend) in enumerate(BACKEND_FORMS.items()):
-        def one(backend=backend, i=i):
-            init(rank, world, f"{store_file}.{i}", backend=backend)
+    for i, (name, (backend, bind)) in enumerate(BACKEND_FORMS.items()):
+        def one(backend=backend, bind=bind, i=i):
+            init(rank, world, f"{store_file}.{i}", backend=backend, device_id=dev if bind else None)
             try:
                 pg = dist.group.WORLD
                 assert pg._get_backend(dev).name() == "opencl_gloo", pg._get_backend(dev).name()
@@ -496,6 +515,7 @@ def form_checks(rank, world, store_file, dev, checks):
                 objs = [None] * world
                 dist.all_gather_object(objs, {"rank": rank})
                 assert objs == [{"rank": r} for r in range(world)], objs
+                dist.barrier()
                 sub = dist.new_group([0, 1])  # a subgroup gets the same backends
                 u = torch.ones(2, device=dev)
                 dist.all_reduce(u, group=sub)

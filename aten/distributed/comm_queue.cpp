@@ -50,7 +50,7 @@ std::string text_of(const std::vector<int64_t>& record) {
 CommQueue::CommQueue(c10::intrusive_ptr<c10d::Backend> gloo, int rank, int size, std::chrono::milliseconds timeout)
     : gloo_(std::move(gloo)), rank_(rank), size_(size), timeout_(timeout), check_calls_(checks_enabled()) {
   start_thread_ = std::thread([this] { start_loop(); });
-  complete_thread_ = std::thread([this] { complete_loop(); });
+  for (int lane = 0; lane < kLanes; ++lane) complete_threads_[lane] = std::thread([this, lane] { complete_loop(lane); });
 }
 
 CommQueue::~CommQueue() {
@@ -60,7 +60,7 @@ CommQueue::~CommQueue() {
   }
   cv_.notify_all();
   start_thread_.join();
-  complete_thread_.join();
+  for (auto& t : complete_threads_) t.join();
 }
 
 void CommQueue::set_timeout(std::chrono::milliseconds timeout) {
@@ -78,8 +78,9 @@ int CommQueue::stream_for(int device) {
 void CommQueue::wait_for_writes(StagedCall& call) {
   std::unique_lock<std::mutex> lock(mutex_);
   cv_.wait(lock, [&] {
-    for (const auto& [device_tensor, host] : call.inputs)
-      if (pending_writes_.count(device_tensor.storage().unsafeGetStorageImpl())) return false;
+    for (const auto* list : {&call.inputs, &call.results})
+      for (const auto& [device_tensor, host] : *list)
+        if (pending_writes_.count(device_tensor.storage().unsafeGetStorageImpl())) return false;
     return true;
   });
   for (const auto& [device_tensor, host] : call.results)
@@ -186,25 +187,26 @@ void CommQueue::start_loop() {
     started.call = std::move(call);
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      to_complete_.push_back(std::move(started));
+      const int lane = !started.call->point_to_point ? kCollectives : started.call->then ? kReceives : kSends;
+      to_complete_[lane].push_back(std::move(started));
     }
     cv_.notify_all();
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    to_complete_.push_back(Started{});  // no call: the end
+    for (auto& lane : to_complete_) lane.push_back(Started{});  // no call: the end
   }
   cv_.notify_all();
 }
 
-void CommQueue::complete_loop() {
+void CommQueue::complete_loop(int lane) {
   for (;;) {
     Started started;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      cv_.wait(lock, [this] { return !to_complete_.empty(); });
-      started = std::move(to_complete_.front());
-      to_complete_.pop_front();
+      cv_.wait(lock, [this, lane] { return !to_complete_[lane].empty(); });
+      started = std::move(to_complete_[lane].front());
+      to_complete_[lane].pop_front();
     }
     if (!started.call) break;
     finish(started);
@@ -218,6 +220,7 @@ void CommQueue::finish(Started& started) {
     try {
       started.gloo_work->wait(timeout_);
       const int source = call.any_source ? started.gloo_work->sourceRank() : -1;
+      if (call.then) call.then(*started.gloo_work)->wait(timeout_);
       for (auto& host : call.average) host.div_(size_);
       if (call.device >= 0) {
         const int stream_id = stream_for(call.device);

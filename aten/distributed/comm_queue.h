@@ -5,11 +5,12 @@
 // in the order the calls were made. For each call it enqueues the device-to-host copies on the
 // backend's stream for the device (after the work the caller's stream had when the call was made),
 // waits for them on the host, checks that every rank made the same call (below), and starts gloo's
-// operation on the host buffers. A second thread waits for each operation to finish and enqueues the
-// copies back onto the device on the same stream, so a caller only blocks where it waits for a Work.
-// A call that reads a tensor an earlier call has yet to write back starts after that write-back is
-// enqueued, so calls on one tensor see each other's results in order, as NCCL's do. Point-to-point
-// calls are never waited for by the starting thread, so sends and recvs between ranks cannot deadlock.
+// operation on the host buffers. Three more threads, one each for collectives, sends and receives,
+// wait for the operations to finish, in the order they were started, and enqueue the copies back onto
+// the device on the same stream, so a caller only blocks where it waits for a Work. (With one such
+// thread, a send waiting for its peer's receive could hold up the receive the peer's send waits for.)
+// A call that reads or writes a tensor an earlier call has yet to write back starts after that
+// write-back is enqueued, so calls on one tensor see each other's results in order, as NCCL's do.
 //
 // The check: before a collective, the ranks exchange a short description of it (its name, reduce op,
 // root, dtypes and element counts: what gloo needs to agree on). gloo itself aborts the process on
@@ -46,7 +47,11 @@ struct StagedCall {
   std::vector<at::Tensor> average;                        // host buffers divided by the group size (AVG)
   int device = -1;                                        // -1: no tensors (barrier)
   tocl::Event called;       // the caller's stream when the call was made
+  // A receive's second step: given gloo's finished first operation (the sender's header), starts the
+  // data's; it may throw instead (the header does not match).
+  std::function<c10::intrusive_ptr<c10d::Work>(c10d::Work& header)> then;
   bool any_source = false;  // recv from any rank: the Work reports the sender
+  bool point_to_point = false;
   bool writes_pending = false;  // its results are in CommQueue::pending_writes_
   c10::intrusive_ptr<StagingWork> work;
 };
@@ -67,7 +72,9 @@ class CommQueue {
   };
 
   void start_loop();
-  void complete_loop();
+  // Which completing thread waits for a call (see above).
+  enum Lane { kCollectives, kSends, kReceives, kLanes };
+  void complete_loop(int lane);
   void check_agreement(const StagedCall& call);
   void stage_inputs(StagedCall& call);
   void finish(Started& started);
@@ -88,10 +95,10 @@ class CommQueue {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<std::unique_ptr<StagedCall>> to_start_;
-  std::deque<Started> to_complete_;
+  std::deque<Started> to_complete_[kLanes];
   bool stopping_ = false;
   std::thread start_thread_;
-  std::thread complete_thread_;
+  std::thread complete_threads_[kLanes];
 };
 
 }  // namespace torch_opencl::distributed

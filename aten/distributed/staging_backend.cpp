@@ -128,8 +128,17 @@ class CallBuilder {
     call_->check_layout = std::move(check);
     return *this;
   }
+  CallBuilder& then(std::function<WorkPtr(c10d::Work&)> next) {
+    call_->then = std::move(next);
+    return *this;
+  }
   CallBuilder& any_source() {
     call_->any_source = true;
+    return *this;
+  }
+
+  CallBuilder& point_to_point() {
+    call_->point_to_point = true;
     return *this;
   }
 
@@ -454,26 +463,86 @@ WorkPtr StagingBackend::alltoall(TensorList& outputs, TensorList& inputs, const 
   });
 }
 
+// Point-to-point calls send a header first, on a tag of their own (the user's tag with bit 29
+// flipped), so that a receiver checks the dtype and size before the data arrives: gloo aborts the
+// process when a message is larger than the receiving buffer, and mixes dtypes silently.
+namespace {
+
+constexpr int kHeaderTagBit = 1 << 29;
+constexpr int64_t kHeaderMagic = 0x6f636c70327021;  // "ocl p2p!"
+
+at::Tensor p2p_header(const at::Tensor& t) {
+  return at::tensor({kHeaderMagic, static_cast<int64_t>(t.scalar_type()), t.numel()}, at::kLong);
+}
+
+std::string header_text(const at::Tensor& header) {
+  const int64_t* h = header.const_data_ptr<int64_t>();
+  if (h[0] != kHeaderMagic) return "something other than an opencl_gloo send";
+  return c10::str(dtype_name(static_cast<at::ScalarType>(h[1])), " x ", h[2]);
+}
+
+void check_single(const TensorList& tensors, const char* name) {
+  TORCH_CHECK(tensors.size() == 1, "opencl_gloo ", name, ": takes one tensor, got ", tensors.size());
+}
+
+}  // namespace
+
 WorkPtr StagingBackend::send(TensorList& tensors, int dst_rank, int tag) {
   CallBuilder b(*this, "send", OpType::SEND);
-  b.check(tensors, "tensor");
+  check_single(tensors, "send");
+  b.check(tensors, "tensor").point_to_point();
   auto host = b.in(tensors);
-  return b.submit([host, dst_rank, tag](c10d::Backend& g) mutable { return g.send(host, dst_rank, tag); });
+  std::vector<at::Tensor> header{p2p_header(tensors[0])};
+  auto header_work = std::make_shared<WorkPtr>();  // kept with the call; completes before the data's
+  return b.submit([host, header, header_work, dst_rank, tag](c10d::Backend& g) mutable {
+    *header_work = g.send(header, dst_rank, tag ^ kHeaderTagBit);
+    return g.send(host, dst_rank, tag);
+  });
+}
+
+// The header's work finished: checks it, then receives the data from its sender (a mismatched
+// message is received into scratch memory first, so that later messages stay in step).
+static WorkPtr receive_data(c10d::Backend& g, c10d::Work& header_work, const at::Tensor& header,
+                            TensorList host, const at::Tensor& expected, int src_rank, int tag) {
+  const int source = src_rank >= 0 ? src_rank : header_work.sourceRank();
+  const int64_t* h = header.const_data_ptr<int64_t>();
+  if (h[0] == kHeaderMagic && h[1] == static_cast<int64_t>(expected.scalar_type()) && h[2] == expected.numel())
+    return g.recv(host, source, tag);
+  if (h[0] == kHeaderMagic) {
+    std::vector<at::Tensor> scratch{
+        at::empty({h[2]}, at::TensorOptions().dtype(static_cast<at::ScalarType>(h[1])))};
+    g.recv(scratch, source, tag)->wait();
+  }
+  TORCH_CHECK(false, "opencl_gloo recv: rank ", source, " sent ", header_text(header), " (tag ", tag,
+              "), but this recv's tensor is ", dtype_name(expected.scalar_type()), " x ", expected.numel(),
+              ": a recv needs a tensor of the sent dtype and number of elements");
 }
 
 WorkPtr StagingBackend::recv(TensorList& tensors, int src_rank, int tag) {
   CallBuilder b(*this, "recv", OpType::RECV);
-  b.check(tensors, "tensor");
+  check_single(tensors, "recv");
+  b.check(tensors, "tensor").point_to_point();
   auto host = b.out(tensors);
-  return b.submit([host, src_rank, tag](c10d::Backend& g) mutable { return g.recv(host, src_rank, tag); });
+  std::vector<at::Tensor> header{at::zeros({3}, at::kLong)};
+  b.then([host, header, expected = host[0], src_rank, gloo = gloo_, tag](c10d::Work& header_work) {
+    return receive_data(*gloo, header_work, header[0], host, expected, src_rank, tag);
+  });
+  return b.submit([header, src_rank, tag](c10d::Backend& g) mutable {
+    return g.recv(header, src_rank, tag ^ kHeaderTagBit);
+  });
 }
 
 WorkPtr StagingBackend::recvAnysource(TensorList& tensors, int tag) {
   CallBuilder b(*this, "recv", OpType::RECVANYSOURCE);
-  b.check(tensors, "tensor");
+  check_single(tensors, "recv");
+  b.check(tensors, "tensor").point_to_point();
   auto host = b.out(tensors);
   b.any_source();
-  return b.submit([host, tag](c10d::Backend& g) mutable { return g.recvAnysource(host, tag); });
+  std::vector<at::Tensor> header{at::zeros({3}, at::kLong)};
+  b.then([host, header, expected = host[0], gloo = gloo_, tag](c10d::Work& header_work) {
+    return receive_data(*gloo, header_work, header[0], host, expected, -1, tag);
+  });
+  return b.submit([header, tag](c10d::Backend& g) mutable { return g.recvAnysource(header, tag ^ kHeaderTagBit); });
 }
 
 WorkPtr StagingBackend::barrier(const c10d::BarrierOptions& opts) {

@@ -121,9 +121,8 @@ std::vector<at::Tensor> CoalescedWork::result() {
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> CoalescedWork::getFuture() {
-  // Calls complete in the order they were made, so the last one's Future completes after all others.
-  TORCH_CHECK(!works_.empty(), "opencl_gloo: no collective was called between startCoalescing and endCoalescing");
-  return works_.back()->getFuture();
+  TORCH_CHECK(false, "opencl_gloo: the Work of a coalesced group of calls has no Future; wait() for it, or use "
+              "the Futures of the single calls");
 }
 
 }  // namespace torch_opencl::distributed
