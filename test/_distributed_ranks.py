@@ -489,18 +489,20 @@ def collective_checks(rank, world, dev):
 # backend strings: which backend serves which device type
 
 
-BACKEND_FORMS = {  # name: (backend string, bind the group to the rank's device with device_id=)
-    "gloo": ("gloo", False),
-    "no_backend": (None, False),
-    "opencl_gloo": ("opencl_gloo", False),
-    "explicit": ("cpu:gloo,opencl:opencl_gloo", False),
-    "gloo_with_device_id": ("gloo", True),
+BACKEND_FORMS = {  # name: (backend string, bind the group to the rank's device with device_id=, env)
+    "gloo": ("gloo", False, {}),
+    "no_backend": (None, False, {}),
+    "opencl_gloo": ("opencl_gloo", False, {}),
+    "explicit": ("cpu:gloo,opencl:opencl_gloo", False, {}),
+    "gloo_with_device_id": ("gloo", True, {}),
+    "gloo_without_call_checks": ("gloo", False, {"TORCH_OPENCL_DIST_CHECK": "0"}),
 }
 
 
 def form_checks(rank, world, store_file, dev, checks):
-    for i, (name, (backend, bind)) in enumerate(BACKEND_FORMS.items()):
-        def one(backend=backend, bind=bind, i=i):
+    for i, (name, (backend, bind, env)) in enumerate(BACKEND_FORMS.items()):
+        def one(backend=backend, bind=bind, env=env, i=i):
+            os.environ.update(env)  # read when the opencl_gloo backend is created
             init(rank, world, f"{store_file}.{i}", backend=backend, device_id=dev if bind else None)
             try:
                 pg = dist.group.WORLD
@@ -520,8 +522,14 @@ def form_checks(rank, world, store_file, dev, checks):
                 u = torch.ones(2, device=dev)
                 dist.all_reduce(u, group=sub)
                 same(u, torch.full((2,), 2.0), "subgroup")
+                if env.get("TORCH_OPENCL_DIST_CHECK") == "0":
+                    # Unchecked, gloo adds an int32's bytes to a float32's (same size: no abort) and nothing is raised.
+                    m = torch.ones(4, device=dev, dtype=torch.float32 if rank == 0 else torch.int32)
+                    dist.all_reduce(m)
             finally:
                 dist.destroy_process_group()
+                for key in env:
+                    del os.environ[key]
         checks.run(f"form_{name}", one)
 
 
