@@ -48,7 +48,7 @@ std::string text_of(const std::vector<int64_t>& record) {
 }  // namespace
 
 CommQueue::CommQueue(c10::intrusive_ptr<c10d::Backend> gloo, int rank, int size, std::chrono::milliseconds timeout)
-    : gloo_(std::move(gloo)), rank_(rank), size_(size), timeout_(timeout), check_calls_(checks_enabled()) {
+    : gloo_(std::move(gloo)), rank_(rank), size_(size), timeout_ms_(timeout.count()), check_calls_(checks_enabled()) {
   start_thread_ = std::thread([this] { start_loop(); });
   for (int lane = 0; lane < kLanes; ++lane) complete_threads_[lane] = std::thread([this, lane] { complete_loop(lane); });
 }
@@ -64,8 +64,7 @@ CommQueue::~CommQueue() {
 }
 
 void CommQueue::set_timeout(std::chrono::milliseconds timeout) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  timeout_ = timeout;
+  timeout_ms_ = timeout.count();
 }
 
 int CommQueue::stream_for(int device) {
@@ -138,8 +137,8 @@ std::vector<std::vector<int64_t>> CommQueue::exchange(const std::vector<int64_t>
   std::memcpy(local.data_ptr<int64_t>(), mine.data(), n * sizeof(int64_t));
   at::Tensor all = at::empty({size_ * n}, at::kLong);
   c10d::AllgatherOptions opts;
-  opts.timeout = timeout_;
-  gloo_->_allgather_base(all, local, opts)->wait(timeout_);
+  opts.timeout = timeout();
+  gloo_->_allgather_base(all, local, opts)->wait(timeout());
   std::vector<std::vector<int64_t>> per_rank(size_);
   const int64_t* p = all.const_data_ptr<int64_t>();
   for (int r = 0; r < size_; ++r) per_rank[r].assign(p + r * n, p + (r + 1) * n);
@@ -218,9 +217,9 @@ void CommQueue::finish(Started& started) {
   std::exception_ptr error = started.error;
   if (!error) {
     try {
-      started.gloo_work->wait(timeout_);
+      started.gloo_work->wait(timeout());
       const int source = call.any_source ? started.gloo_work->sourceRank() : -1;
-      if (call.then) call.then(*started.gloo_work)->wait(timeout_);
+      if (call.then) call.then(*started.gloo_work)->wait(timeout());
       for (auto& host : call.average) host.div_(size_);
       if (call.device >= 0) {
         const int stream_id = stream_for(call.device);

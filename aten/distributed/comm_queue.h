@@ -19,6 +19,7 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -86,7 +87,8 @@ class CommQueue {
   c10::intrusive_ptr<c10d::Backend> gloo_;
   const int rank_;
   const int size_;
-  std::chrono::milliseconds timeout_;
+  std::atomic<int64_t> timeout_ms_;  // set_timeout may come from another thread
+  std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(timeout_ms_.load()); }
   const bool check_calls_;
   std::map<int, int> streams_;  // device -> stream id
   // Storages that started calls will still write back into (NCCL's order for calls on one tensor).

@@ -44,7 +44,7 @@ const char* op_name(c10d::ReduceOp::RedOpType op) {
 
 }  // namespace
 
-// Builds one StagedCall: checks the tensors, stages the ones gloo reads, remembers where results go.
+// Builds one StagedCall: checks the tensors, gives each a host buffer, says which are read and written.
 class CallBuilder {
  public:
   CallBuilder(StagingBackend& backend, const char* name, OpType op) : backend_(backend), name_(name), op_(op) {
@@ -106,13 +106,7 @@ class CallBuilder {
     if (average_) call_->average.push_back(host);
     return host;
   }
-  at::Tensor inout(const at::Tensor& t) {
-    at::Tensor host = in(t);
-    call_->results.emplace_back(t, host);
-    outputs_.push_back(t);
-    if (average_) call_->average.push_back(host);
-    return host;
-  }
+  at::Tensor inout(const at::Tensor& t) { return out(t, in(t)); }
   TensorList in(const TensorList& ts) { return map(ts, [this](const at::Tensor& t) { return in(t); }); }
   TensorList out(const TensorList& ts) { return map(ts, [this](const at::Tensor& t) { return out(t); }); }
   TensorList inout(const TensorList& ts) { return map(ts, [this](const at::Tensor& t) { return inout(t); }); }
@@ -149,7 +143,7 @@ class CallBuilder {
     call_->start = [gloo, start = std::move(start)] { return start(*gloo); };
     std::optional<c10::Device> device;
     if (device_ >= 0) device = c10::Device(kOpenCL, static_cast<c10::DeviceIndex>(device_));
-    call_->work = c10::make_intrusive<StagingWork>(backend_.getRank(), op_, name_, outputs_, device, backend_.timeout_);
+    call_->work = c10::make_intrusive<StagingWork>(backend_.getRank(), op_, name_, outputs_, device, backend_.timeout());
     return backend_.submit(std::move(call_));
   }
 
@@ -205,15 +199,15 @@ StagingBackend::StagingBackend(c10::intrusive_ptr<c10d::Backend> gloo, int rank,
                                std::chrono::milliseconds timeout)
     : c10d::Backend(rank, size),
       gloo_(std::move(gloo)),
-      timeout_(timeout),
+      timeout_ms_(timeout.count()),
       queue_(std::make_unique<CommQueue>(gloo_, rank, size, timeout)) {}
 
 StagingBackend::~StagingBackend() = default;
 
 void StagingBackend::setTimeout(std::chrono::milliseconds timeout) {
-  timeout_ = timeout;
-  queue_->set_timeout(timeout);
   gloo_->setTimeout(timeout);
+  queue_->set_timeout(timeout);
+  timeout_ms_ = timeout.count();
 }
 
 WorkPtr StagingBackend::submit(std::unique_ptr<StagedCall> call) {

@@ -6,6 +6,7 @@
 // the opencl device type (torch_opencl/distributed.py).
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -22,6 +23,9 @@ class StagingBackend : public c10d::Backend {
   const std::string getBackendName() const override { return "opencl_gloo"; }
   bool supportsCoalescing() const override { return true; }
   void setTimeout(std::chrono::milliseconds timeout) override;
+  c10::intrusive_ptr<Options> getBackendOptions() override {
+    return c10::make_intrusive<Options>(getBackendName(), timeout());
+  }
   void startCoalescing() override;
   c10::intrusive_ptr<c10d::Work> endCoalescing() override;
 
@@ -68,7 +72,8 @@ class StagingBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> submit(std::unique_ptr<StagedCall> call);
 
   c10::intrusive_ptr<c10d::Backend> gloo_;
-  std::chrono::milliseconds timeout_;
+  std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(timeout_ms_.load()); }
+  std::atomic<int64_t> timeout_ms_;  // setTimeout may come from another thread
   std::unique_ptr<CommQueue> queue_;
   bool coalescing_ = false;
   std::vector<c10::intrusive_ptr<StagingWork>> coalesced_;
