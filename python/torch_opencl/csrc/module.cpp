@@ -11,6 +11,7 @@
 #include "aten/generator.h"
 
 #include "fallback/fallback.h"
+#include "python/torch_opencl/csrc/bindings.h"
 #include "runtime/allocator.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
@@ -240,4 +241,6 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_fallback_mode", &torch_opencl::set_fallback_mode);
 
   m.def("_autocast_apply_default", &torch_opencl::apply_default_autocast_dtype);
+
+  torch_opencl::bind_distributed(m);
 }
