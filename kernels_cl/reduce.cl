@@ -152,6 +152,7 @@ inline ACC_T center_of(int op, __global const ACC_T* center, ulong i) {
   return (ACC_T)0;
 }
 
+#ifndef REDUCE_GPU_FORMS  // the CPU forms' kernels (the GPU forms replace them: a smaller program to build)
 // Accumulates n elements from x with stride 1 into 16 independent lanes (so the
 // compiler vectorises the loop, and each lane sums only n/16 values).
 inline ACC_T accumulate_run(int op, __global const IN_T* x, long n, ACC_T p, ACC_T mu) {
@@ -232,6 +233,8 @@ __kernel void reduce_group(__global const IN_T* in, ulong in_offset, __global OU
     partial[partial_offset + group] = acc;
 }
 
+#endif  // !REDUCE_GPU_FORMS
+
 // Second pass: group o combines partial[o * nchunks .. o * nchunks + nchunks).
 __kernel void reduce_partials(__global const ACC_T* partial, ulong partial_offset, __global OUT_T* out, ulong out_offset,
                               __global const ACC_T* center, ulong center_offset, int op, long M,
@@ -246,6 +249,7 @@ __kernel void reduce_partials(__global const ACC_T* partial, ulong partial_offse
   if (get_local_id(0) == 0) STORE_OUT(out, out_offset + output_offsets(&g, o).out, finish(op, acc, divisor, q, mu));
 }
 
+#ifndef REDUCE_GPU_FORMS
 // One work-item per output, for many outputs each reducing a contiguous run.
 __kernel void reduce_serial(__global const IN_T* in, ulong in_offset, __global OUT_T* out, ulong out_offset,
                             __global const ACC_T* center, ulong center_offset, int op, long M, long R,
@@ -322,6 +326,8 @@ __kernel void reduce_outer(__global const IN_T* in, ulong in_offset, __global OU
       partial[partial_offset + c * M + o] = acc;
   }
 }
+
+#endif  // !REDUCE_GPU_FORMS
 
 // Second pass of reduce_outer: item o combines partial[c * M + o] over the chunks.
 __kernel void reduce_outer_partials(__global const ACC_T* partial, ulong partial_offset, __global OUT_T* out,

@@ -236,7 +236,8 @@ Launch choose_arg_launch(int device, const Plan& plan) {
     l.local = std::min<int64_t>(64, max_local);
     return l;
   }
-  l.local = std::min(max_local, pow2_at_least(std::max<int64_t>(plan.R, 1)));
+  l.local = forms.reduce_coalesced ? static_cast<int64_t>(forms.reduce_group)
+                                   : std::min(max_local, pow2_at_least(std::max<int64_t>(plan.R, 1)));
   const int64_t target_groups = forms.reduce_coalesced ? static_cast<int64_t>(forms.reduce_fill_groups)
                                                        : std::max<int64_t>(64, 16 * static_cast<int64_t>(info.compute_units));
   split_reduced(l, plan.R, plan.M, target_groups, 8 * l.local);
@@ -336,8 +337,9 @@ void launch_reduce(const at::Tensor& self, const Plan& plan, const at::Tensor& o
     tocl::enqueue_1d(device, stream, k, groups * l.local, l.local);
     if (l.nchunks == 1) return;
     if (rows) {
-      // partial[o * nchunks + c]: a group per output combines its chunks.
-      const int64_t local2 = std::min<int64_t>(l.local, pow2_at_least(l.nchunks));
+      // partial[o * nchunks + c]: a group per output combines its chunks (one group size: PoCL
+      // compiles a kernel again for each new one).
+      const int64_t local2 = l.local;
       cl_kernel k2 = tocl::get_kernel(program, "reduce_partials");
       tocl::set_args(k2, arg(partial), arg(out), arg(center), opcode, static_cast<cl_long>(plan.M),
                      static_cast<cl_long>(l.nchunks), plan.g, arg(aq), arg(adiv), local_bytes(local2 * acc_size));
