@@ -16,6 +16,7 @@
 #include "aten/kernel_support/kernel_program.h"
 #include "aten/kernel_support/opencl_tensor.h"
 #include "aten/kernel_support/structured.h"
+#include "runtime/kernel_forms.h"
 
 namespace torch_opencl {
 namespace {

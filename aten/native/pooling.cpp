@@ -20,6 +20,7 @@
 #include "aten/kernel_support/opencl_tensor.h"
 #include "aten/kernel_support/structured.h"
 #include "fallback/fallback.h"
+#include "runtime/kernel_forms.h"
 
 namespace torch_opencl {
 namespace {
