@@ -36,6 +36,13 @@ KernelForms choose(const DeviceInfo& d) {
     f.row_group = std::min<size_t>(64, max_group);
     f.cpu_register_gemm = true;
   }
+  // Reductions, scans, segmented sums: the GPU forms (see kernel_forms.h).
+  f.reduce_coalesced = f.gpu();
+  f.scan_parallel = f.gpu();
+  f.sorted_segment_sums = f.gpu();
+  f.reduce_group = 1;  // a power of two (the trees halve it), at most 256 and the device's limit
+  while (f.reduce_group * 2 <= std::min<size_t>(256, max_group)) f.reduce_group *= 2;
+  f.reduce_fill_groups = std::max<size_t>(64, 4 * static_cast<size_t>(d.compute_units));
   return f;
 }
 

@@ -48,6 +48,18 @@ struct KernelForms {
   // (N * OH * OW, K) @ (K, O), with a work-item per row.
   bool conv_batch_folded = false;
 
+  // ---- Reductions, scans, embedding backward, index_add (aten/native/reduce.cpp, scan.cpp,
+  // segment_sum.cpp). CPU forms give each work-item a contiguous run (which PoCL vectorises); GPU
+  // forms put consecutive work-items on consecutive elements (coalesced loads) and split long
+  // reductions and scans over enough work-groups to fill every compute unit.
+  bool reduce_coalesced = false;   // reduce_rows/reduce_cols kernels (a group of lanes per output)
+  size_t reduce_group = 256;       // work-items per reduction group in the GPU forms
+  size_t reduce_fill_groups = 64;  // groups a reduction (or scan) aims for so that all compute units work
+  bool scan_parallel = false;      // a work-group per line (or chunk of one) with a local-memory scan
+  // embedding backward and index_add: stable sort of the indices, then segmented sums of each run of
+  // equal indices (deterministic, no atomics, parallel) rather than a work-item per row scanning all.
+  bool sorted_segment_sums = false;
+
   bool gpu() const { return kernel_class == KernelClass::gpu; }
 };
 
