@@ -184,6 +184,7 @@ KernelParam parse_param(const KernelSignature& k, const std::string& m, size_t b
       address_space = t[0] == '_' ? t.substr(2) : t;
     } else if (t == "const") {
       if (stars == 0) const_before_star = true;
+      else p.const_pointer = true;
     } else if (qualifiers().count(t)) {
       // volatile, restrict, struct: no effect on how the argument is passed
     } else if (ident_char(t[0])) {
@@ -290,23 +291,30 @@ ParsedProgram parse_kernels(const std::string& source) {
     for (const auto& [b, e] : spans) {
       KernelParam p = parse_param(k, m, b, e, line_of(source, b));
       if (p.kind == KernelParam::Kind::global_pointer || p.kind == KernelParam::Kind::constant_pointer) {
-        const bool global = p.kind == KernelParam::Kind::global_pointer;
-        const std::string space = global ? "__global" : "__constant";
-        const std::string buf = p.name + "_tocl_buf", off = p.name + "_tocl_off";
-        // The declaration as written, and its type without the name (the cast), restrict dropped.
-        const std::string decl = collapse_spaces(m.substr(b, e - b));
+        const std::string space = p.kind == KernelParam::Kind::global_pointer ? "__global" : "__constant";
+        const std::string off = p.name + "_tocl_off";
+        // The pointer's type without its name (the cast), restrict dropped.
         std::string cast = collapse_spaces(m.substr(b, e - b));
         cast = cast.substr(0, cast.rfind(p.name));
         for (const char* word : {"restrict", "__restrict__", "__restrict"}) {
           for (size_t at; (at = cast.find(word)) != std::string::npos;) cast.erase(at, std::strlen(word));
         }
-        prologue += decl + " = (" + collapse_spaces(cast) + ")(" + buf + " + " + off + ");";
-        // The replacement keeps the parameter's newlines, so lines after it keep their numbers.
-        std::string replacement = space + " char* " + buf + ", ulong " + off;
-        replacement += std::string(static_cast<size_t>(std::count(source.begin() + static_cast<std::ptrdiff_t>(b),
-                                                                  source.begin() + static_cast<std::ptrdiff_t>(e), '\n')),
-                                   '\n');
-        edits.push_back({b, e - b, replacement});
+        cast = collapse_spaces(cast);
+        const std::string bytes = "(" + space + (p.is_const ? " const" : "") + " char*)";
+        if (!p.const_pointer) {
+          // The parameter stays (a restrict qualifier keeps its meaning) and moves by the offset.
+          edits.push_back({e, 0, ", ulong " + off});
+          prologue += p.name + " = (" + cast + ")(" + bytes + p.name + " + " + off + ");";
+        } else {
+          // `T* const x` cannot move: a buffer parameter and a local of the declared type.
+          const std::string buf = p.name + "_tocl_buf";
+          prologue += collapse_spaces(m.substr(b, e - b)) + " = (" + cast + ")(" + bytes + buf + " + " + off + ");";
+          std::string replacement = space + " char* " + buf + ", ulong " + off;
+          replacement += std::string(static_cast<size_t>(std::count(source.begin() + static_cast<std::ptrdiff_t>(b),
+                                                                    source.begin() + static_cast<std::ptrdiff_t>(e), '\n')),
+                                     '\n');
+          edits.push_back({b, e - b, replacement});
+        }
       }
       k.params.push_back(std::move(p));
     }

@@ -27,7 +27,8 @@ struct KernelParam {
   Kind kind = Kind::scalar;
   std::string type;   // element type for pointers ("float", "float4", "uchar", "void"); the type of a scalar
   std::string name;
-  bool is_const = false;  // a pointer to const: the kernel only reads through it
+  bool is_const = false;       // a pointer to const: the kernel only reads through it
+  bool const_pointer = false;  // `T* const x`: the pointer itself cannot be reassigned
   std::string text;       // the declaration as written, for messages
 };
 
