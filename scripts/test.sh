@@ -17,3 +17,5 @@ run .
 GPU_FORM_TESTS=(test_blas.py test_softmax_loss.py test_normalization.py test_rowwise_kernels.py)
 echo "==> Again with TORCH_OPENCL_KERNEL_CLASS=gpu: ${GPU_FORM_TESTS[*]}"
 TORCH_OPENCL_KERNEL_CLASS=gpu run "${GPU_FORM_TESTS[@]}"
+# torch.compile's generated kernels in their GPU form (one work-group per reduction row).
+TORCH_OPENCL_KERNEL_CLASS=gpu run test_inductor.py -k forms

@@ -298,3 +298,13 @@ __all__ += _streams.__all__ + _random.__all__ + [
     "LocalMemory",
 ]
 
+
+def __getattr__(name: str):
+    # Inductor looks for a renamed PrivateUse1 backend's code generators here
+    # (torch._inductor.codegen.common.init_backend_registration); importing them imports Inductor, so
+    # only when asked.
+    if name in ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen"):
+        from . import _inductor
+
+        return getattr(_inductor, name)
+    raise AttributeError(f"module 'torch.opencl' has no attribute '{name}'")
