@@ -38,6 +38,7 @@ def assert_close(got, want, rtol=1e-5, atol=1e-5):
 @pytest.fixture(autouse=True)
 def fresh_dynamo():
     torch._dynamo.reset()
+    torch.manual_seed(0)
     yield
 
 
@@ -70,6 +71,27 @@ def test_pointwise_broadcast_views_forms():
     with native_only():
         got = torch.compile(fn)(a.to(DEV), b.to(DEV), c.to(DEV), 3.0)
     assert_close(got, want)
+
+
+def test_half_bfloat16_double_forms():
+    """float16 and bfloat16 are loaded to float, computed in float and rounded when stored (Inductor's
+    semantics; eager rounds after each op, which exp() amplifies in bfloat16, so the reference computes
+    in float32 too); float64 is computed in double."""
+
+    def fn(h, b, d):
+        return (h * 2 + 1).relu(), h.sum(1), (b * 3 - 1).exp(), b.amax(0), d.sqrt() * 2, d.var(1)
+
+    torch.manual_seed(0)
+    h, b = torch.randn(6, 40).half(), torch.randn(6, 40).bfloat16()
+    d = torch.rand(6, 40, dtype=torch.float64)
+    want = list(fn(h, b, d))
+    want[2] = (b.float() * 3 - 1).exp().bfloat16()
+    with native_only():
+        got = torch.compile(fn)(h.to(DEV), b.to(DEV), d.to(DEV))
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        tol = {torch.float16: 1e-3, torch.bfloat16: 2e-2, torch.float64: 1e-12}[w.dtype]
+        torch.testing.assert_close(g.cpu(), w, rtol=tol, atol=tol)
 
 
 def test_reductions_along_each_dim_forms():
