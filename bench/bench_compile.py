@@ -1,8 +1,9 @@
 """torch.compile against eager on the same opencl device, in one process.
 
 For the three training steps of bench_training.py (MLP, digits CNN, transformer: forward, backward,
-clip_grad_norm_, optimizer step; compiled means torch.compile(model), the optimizer's foreach kernels
-stay eager unless --compile-optimizer compiles the function that clips and steps) and a few
+clip_grad_norm_, optimizer step; compiled means torch.compile of the model with its loss, the
+optimizer's foreach kernels stay eager unless --compile-optimizer compiles the function that clips and
+steps) and a few
 fusion-heavy blocks (GELU MLP, LayerNorm + residual, softmax attention; forward and backward), prints
 the median time of eager and compiled, their ratio, the kernel launches of each per step, and how
 long Inductor took to compile (first call, warm program cache or not).
@@ -93,7 +94,7 @@ def training_step(make, compiled, compile_optimizer=False):
     model, (x, y), make_opt, loss_fn = make()
     model, x, y = model.to("opencl"), x.to("opencl"), y.to("opencl")
     opt = make_opt(model)
-    run = torch.compile(model) if compiled else model
+    forward_loss = torch.compile(lambda x, y: loss_fn(model, x, y)) if compiled else (lambda x, y: loss_fn(model, x, y))
 
     def update():
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -103,7 +104,7 @@ def training_step(make, compiled, compile_optimizer=False):
 
     def step():
         opt.zero_grad()
-        loss = loss_fn(run, x, y)
+        loss = forward_loss(x, y)
         loss.backward()
         update_run()
 
