@@ -14,6 +14,7 @@
 #include "python/torch_opencl/csrc/bindings.h"
 #include "runtime/allocator.h"
 #include "runtime/device.h"
+#include "runtime/embedded_sources.h"
 #include "runtime/error.h"
 #include "runtime/fork.h"
 #include "runtime/gemm_tuning.h"
@@ -26,6 +27,10 @@
 #include <clblast.h>
 
 namespace py = pybind11;
+
+namespace torch_opencl {
+void bind_user_kernels(py::module& m);  // user_kernels.cpp
+}
 
 namespace {
 
@@ -54,6 +59,7 @@ py::dict device_properties(int index) {
   const auto& forms = tocl::kernel_forms(index);
   p["kernel_class"] = tocl::kernel_class_name(forms.kernel_class);
   p["kernel_class_reason"] = forms.reason;
+  p["row_group"] = forms.row_group;
   p["extensions"] = d.extensions;
   p["platform_index"] = d.platform_index;
   p["index_in_platform"] = d.index_in_platform;
@@ -181,6 +187,12 @@ PYBIND11_MODULE(_C, m) {
     tocl::get_program(device, source, options);
   }, py::call_guard<py::gil_scoped_release>());
   m.def("_error_name", &tocl::error_name);
+  m.def("_embedded_source", [](const std::string& name) {
+    const auto& sources = tocl::embedded_sources();
+    auto it = sources.find(name);
+    TORCH_CHECK(it != sources.end(), "No embedded OpenCL source named '", name, "'");
+    return it->second;
+  });
   m.def("_launch_count", &tocl::launch_count);
 
   m.def("_clblast_version", &clblast_version);
@@ -239,6 +251,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_reset_fallback_stats", &torch_opencl::reset_fallback_stats);
   m.def("_fallback_mode", &torch_opencl::fallback_mode_name);
   m.def("_set_fallback_mode", &torch_opencl::set_fallback_mode);
+
+  torch_opencl::bind_user_kernels(m);
 
   m.def("_autocast_apply_default", &torch_opencl::apply_default_autocast_dtype);
 
