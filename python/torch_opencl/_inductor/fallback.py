@@ -3,7 +3,8 @@
 Every Inductor lowering is wrapped: when its result lives on opencl and computes with an op, a
 reduction or a dtype that kernel.py cannot write (ops.erfinv, a complex value, ...), the node is
 lowered again as an extern call of the ATen operator, as Inductor does for operators it has no
-lowering for. Each such node is counted (``stats()``) and warned about once per operator.
+lowering for. Each such node is counted (``stats()``) and warned about once per operator, when its
+graph is lowered: a graph Inductor serves from its FX graph cache is not lowered again and not counted.
 """
 import functools
 import warnings
