@@ -29,6 +29,23 @@ struct KernelForms {
   // TORCH_OPENCL_SMALL_GEMM_LIMIT; the GPU class uses CLBlast and the GPU GEMM forms instead.
   bool cpu_register_gemm = true;
 
+  // ---- Row-wise families: softmax/log_softmax (so cross_entropy), layer_norm, batch_norm ----
+  // GPU forms (kernels_cl/line_reduce.cl and the *_gpu.cl files that include it): the lines of a
+  // kernel (rows, or the columns of a softmax over a non-last dim) share work-groups of row_group
+  // items, a power-of-two segment of items per line, consecutive items on consecutive elements or
+  // columns, reductions in local memory; batch norm's statistics and layer norm's weight/bias
+  // gradients in two stages (partial sums per block, then a combine) so every compute unit works.
+  bool row_lines = false;
+  // Elements of its line each work-item is sized for (the sources keep up to 8 in registers and
+  // read a line from memory once; longer lines are re-read).
+  size_t line_items = 8;
+  // Adjacent columns one group reads together (a non-last-dim softmax, layer norm's parameter
+  // gradients): a coalesced transaction's worth.
+  size_t column_lines = 32;
+  // Work-groups that fill the device: segments widen and two-stage reductions split until a
+  // launch has about this many.
+  size_t busy_groups = 0;
+
   bool gpu() const { return kernel_class == KernelClass::gpu; }
 };
 

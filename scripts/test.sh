@@ -14,6 +14,6 @@ fi
 run .
 # The GPU forms of the kernel families (runtime/kernel_forms.h), on PoCL: the tests of every family
 # that has one.
-GPU_FORM_TESTS=(test_blas.py test_softmax_loss.py test_normalization.py test_rowwise_kernels.py)
+GPU_FORM_TESTS=(test_blas.py test_softmax_loss.py test_normalization.py test_rowwise_kernels.py test_row_gpu_forms.py)
 echo "==> Again with TORCH_OPENCL_KERNEL_CLASS=gpu: ${GPU_FORM_TESTS[*]}"
 TORCH_OPENCL_KERNEL_CLASS=gpu run "${GPU_FORM_TESTS[@]}"
