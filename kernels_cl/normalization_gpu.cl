@@ -212,10 +212,10 @@ inline void bn_stats_store(__global T_T* save_mean, ulong sm_offset, __global T_
 }
 
 // Group (block b, channel c) = group id b * C + c: count, mean and M2 of the block's planes
-// [b * chunk, (b + 1) * chunk) in one pass. Each item sums its elements' deviations from its own
-// first element (a shift inside the data: no cancellation when the mean is large against the
-// spread), then the items' moments merge pairwise. One block: the group stores the statistics;
-// otherwise partial[(c * blocks + b) * 3 + {0, 1, 2}] = count, mean, M2 for bn_stats_combine.
+// [b * chunk, (b + 1) * chunk) in one pass: Welford's update per element in each item (no
+// cancellation however large the mean is against the spread), then the items' moments merge
+// pairwise. One block: the group stores the statistics; otherwise
+// partial[(c * blocks + b) * 3 + {0, 1, 2}] = count, mean, M2 for bn_stats_combine.
 __kernel void bn_stats_blocks(__global ACC* partial, ulong partial_offset, __global T_T* save_mean, ulong sm_offset,
                               __global T_T* save_invstd, ulong si_offset, __global T_T* running_mean,
                               ulong rm_offset, __global T_T* running_var, ulong rv_offset, int has_running,
@@ -224,34 +224,29 @@ __kernel void bn_stats_blocks(__global ACC* partial, ulong partial_offset, __glo
   __local ACC sn[WG], sm[WG], sq[WG];
   const long c = get_group_id(0) % C, b = get_group_id(0) / C;
   const long p0 = b * chunk, p1 = min(N, p0 + chunk);
-  ACC shift = 0, sd = 0, sdd = 0, cnt = 0;
-  int first = 1;
+  ACC cnt = 0, mean = 0, m2 = 0;
 #define BN_STATS_ELEMENT(i)                             \
   {                                                     \
     const ACC v_ = LOAD_T(in, in_offset + (i));         \
-    if (first) {                                        \
-      shift = v_;                                       \
-      first = 0;                                        \
-    }                                                   \
-    const ACC d_ = v_ - shift;                          \
-    sd += d_;                                           \
-    sdd += d_ * d_;                                     \
     cnt += 1;                                           \
+    const ACC d_ = v_ - mean;                           \
+    mean += d_ / cnt;                                   \
+    m2 += d_ * (v_ - mean);                             \
   }
   FOR_CHANNEL_BLOCK(c, C, S, p0, p1, BN_STATS_ELEMENT);
 #undef BN_STATS_ELEMENT
   const int l = get_local_id(0);
   sn[l] = cnt;
-  sm[l] = cnt > 0 ? shift + sd / cnt : (ACC)0;
-  sq[l] = cnt > 0 ? max(sdd - sd * sd / cnt, (ACC)0) : (ACC)0;
+  sm[l] = mean;
+  sq[l] = m2;
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int s = WG / 2; s > 0; s >>= 1) {
     if (l < s) {
-      ACC n = sn[l], mean = sm[l], m2 = sq[l];
-      merge_moments(&n, &mean, &m2, sn[l + s], sm[l + s], sq[l + s]);
-      sn[l] = n;
-      sm[l] = mean;
-      sq[l] = m2;
+      ACC na = sn[l], ma = sm[l], qa = sq[l];
+      merge_moments(&na, &ma, &qa, sn[l + s], sm[l + s], sq[l + s]);
+      sn[l] = na;
+      sm[l] = ma;
+      sq[l] = qa;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }

@@ -219,10 +219,13 @@ def test_batch_norm_forms(shape, training):
         assert "bn_stats_combine" not in names, names  # one block per channel
 
 
-def test_batch_norm_forms_large_mean():
+@pytest.mark.parametrize("outlier", [False, True])
+def test_batch_norm_forms_large_mean(outlier):
     # x = 1000 + randn in float32: one pass over the data, no catastrophic cancellation (compared
-    # with CPU's statistics, computed in float64).
+    # with statistics computed in float64); also with an outlier first in every channel.
     x = 1000 + torch.randn(16, 4, 20, 20, generator=gen(19))
+    if outlier:
+        x[0, :, 0, 0] = 1e4
     with native_only():
         _, mean, invstd = torch.native_batch_norm(x.to(DEV), None, None, None, None, True, 0.1, 1e-5)
     x64 = x.double()
