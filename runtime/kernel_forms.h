@@ -40,8 +40,9 @@ struct KernelForms {
   // read a line from memory once; longer lines are re-read).
   size_t line_items = 8;
   // Adjacent columns one group reads together (a non-last-dim softmax, layer norm's parameter
-  // gradients): a coalesced transaction's worth.
-  size_t column_lines = 32;
+  // gradients): enough for whole memory transactions, few enough that long columns get enough
+  // items to stay in registers.
+  size_t column_lines = 16;
   // Work-groups that fill the device: segments widen and two-stage reductions split until a
   // launch has about this many.
   size_t busy_groups = 0;
