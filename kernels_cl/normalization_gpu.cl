@@ -1,5 +1,5 @@
 // Layer norm and batch norm: the GPU forms (normalization.cl holds the CPU forms, and group norm;
-// aten/native/normalization.cpp takes these where runtime/kernel_forms.h says row_lines).
+// aten/native/normalization.cpp takes these where runtime/kernel_forms.h says row_gpu_forms).
 // Statistics in ACC (float for float/half/bfloat16, double for double).
 //
 // Layer norm: rows of n are lines (line_reduce.cl), a segment of a work-group each, the row kept

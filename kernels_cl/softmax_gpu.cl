@@ -1,6 +1,6 @@
 // Softmax and log-softmax over one dimension, forward and backward: the GPU forms (softmax.cl
 // holds the CPU forms; aten/native/softmax.cpp takes these where runtime/kernel_forms.h says
-// row_lines). The tensor is viewed as (outer, n, inner), contiguous; a line (line_reduce.cl) is a
+// row_gpu_forms). The tensor is viewed as (outer, n, inner), contiguous; a line (line_reduce.cl) is a
 // row (inner == 1) or a column. Items keep LINE_REGS elements of their line in registers, so a
 // line up to seg * LINE_REGS long is read once: max, sum of exp, write.
 // Rows with a NaN give NaN and rows of -inf only give NaN, as on CPU, except in safe softmax

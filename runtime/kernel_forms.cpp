@@ -33,7 +33,7 @@ KernelForms choose(const DeviceInfo& d) {
     f.cpu_register_gemm = true;
   }
   // Row-wise families (softmax, layer norm, batch norm): their GPU forms need a power-of-two group.
-  f.row_lines = f.gpu() && (f.row_group & (f.row_group - 1)) == 0;
+  f.row_gpu_forms = f.gpu() && (f.row_group & (f.row_group - 1)) == 0;
   f.line_items = 8;
   f.column_lines = std::min<size_t>(16, f.row_group);  // 64 bytes of floats: whole 32-byte sectors
   f.busy_groups = 8 * std::max<size_t>(1, d.compute_units);

@@ -29,13 +29,14 @@ struct KernelForms {
   // TORCH_OPENCL_SMALL_GEMM_LIMIT; the GPU class uses CLBlast and the GPU GEMM forms instead.
   bool cpu_register_gemm = true;
 
-  // ---- Row-wise families: softmax/log_softmax (so cross_entropy), layer_norm, batch_norm ----
+  // ---- Row-wise families: softmax/log_softmax, layer_norm, batch_norm, nll_loss (cross_entropy) ----
   // GPU forms (kernels_cl/line_reduce.cl and the *_gpu.cl files that include it): the lines of a
   // kernel (rows, or the columns of a softmax over a non-last dim) share work-groups of row_group
   // items, a power-of-two segment of items per line, consecutive items on consecutive elements or
-  // columns, reductions in local memory; batch norm's statistics and layer norm's weight/bias
-  // gradients in two stages (partial sums per block, then a combine) so every compute unit works.
-  bool row_lines = false;
+  // columns, reductions in local memory; batch norm's statistics, layer norm's weight/bias
+  // gradients and nll_loss's sum in two stages (partial sums per block, then a combine) so every
+  // compute unit works.
+  bool row_gpu_forms = false;
   // Elements of its line each work-item is sized for (the sources keep up to 8 in registers and
   // read a line from memory once; longer lines are re-read).
   size_t line_items = 8;

@@ -1,4 +1,4 @@
-"""The row-wise families' two kernel forms (runtime/kernel_forms.h: row_lines): softmax/log_softmax,
+"""The row-wise families' two kernel forms (runtime/kernel_forms.h: row_gpu_forms): softmax/log_softmax,
 layer_norm, batch_norm, cross_entropy, forward and backward, against CPU, on shapes that reach each
 branch of the GPU forms (kernels_cl/softmax_gpu.cl, normalization_gpu.cl): lines shorter than a
 segment and longer than the registers hold, several lines per group and items past the last line,
@@ -116,14 +116,41 @@ def test_softmax_forms_strided_special_values_and_empty():
 
 # ---- cross_entropy (log_softmax + nll_loss) ----
 
+NLL_GPU = ["nll_reduce_partials", "nll_reduce_finish"]
+NLL_CPU = ("nll_forward_reduce",)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("shape", [(512, 100), (3, 3000), (64, 10, 5, 3)])
-def test_cross_entropy_forms(shape):
+def test_cross_entropy_forms(shape, weighted, reduction):
+    # 512 * 1 and 64 * 15 targets: several groups of partial sums; 3 targets: one.
     x = torch.randn(shape, generator=gen(5)) * 3
     target = torch.randint(0, shape[1], (shape[0], *shape[2:]), generator=gen(6))
     target.view(-1)[::7] = -100
-    want, got, names = run_both(lambda t, y: F.cross_entropy(t, y), [x, target])
-    assert_close_all(want, got, 1e-4, 1e-6)
+    weight = torch.rand(shape[1], generator=gen(7)) + 0.5 if weighted else None
+    want, got, names = run_both(
+        lambda t, y: F.cross_entropy(t, y, weight=weight.to(t.device) if weighted else None, reduction=reduction),
+        [x, target])
+    assert_close_all(want, got, 1e-4, 1e-5)
     expect_forms(names, SOFTMAX_GPU, SOFTMAX_CPU)
+    expect_forms(names, NLL_GPU, NLL_CPU)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16])
+def test_nll_loss_forms_all_ignored_empty_and_dtypes(dtype):
+    x = torch.randn(300, 9, generator=gen(8)).to(dtype)
+    target = torch.randint(0, 9, (300,), generator=gen(9))
+    with native_only(), launched_kernels() as names:
+        got = F.nll_loss(x.to(DEV), target.to(DEV)).cpu()
+        ignored = F.nll_loss(x.to(DEV), torch.full((300,), -100, device=DEV)).cpu()
+        empty_sum = F.nll_loss(torch.empty(0, 9, dtype=dtype, device=DEV), torch.empty(0, dtype=torch.long, device=DEV),
+                               reduction="sum").cpu()
+    want = F.nll_loss(x.double(), target)
+    tol = 1e-12 if dtype == torch.float64 else 1e-3
+    torch.testing.assert_close(got.double(), want, rtol=tol, atol=tol)
+    assert ignored.isnan() and empty_sum == 0
+    expect_forms(names, NLL_GPU, NLL_CPU)
 
 
 # ---- layer norm ----

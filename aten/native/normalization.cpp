@@ -4,7 +4,7 @@
 // over chunks of rows; otherwise one work-group per row. Batch
 // norm reduces per channel of a contiguous (N, C, S) view. Kernels in
 // kernels_cl/normalization.cl; statistics are accumulated in float (double for float64).
-// GPU forms (kernels_cl/normalization_gpu.cl, where runtime/kernel_forms.h says row_lines): layer
+// GPU forms (kernels_cl/normalization_gpu.cl, where runtime/kernel_forms.h says row_gpu_forms): layer
 // norm rows as segments of work-groups, its parameter gradients as two-stage column sums; batch
 // norm per (channel, block of planes) work-group, blocks combined by a second kernel.
 #include <ATen/ATen.h>
@@ -74,7 +74,7 @@ std::pair<size_t, size_t> item_per_row(const Tensor& x, int64_t rows) {
   return {static_cast<size_t>((rows + local - 1) / local * local), static_cast<size_t>(local)};
 }
 
-bool gpu_forms(const Tensor& x) { return tocl::kernel_forms(device_index(x)).row_lines; }
+bool gpu_forms(const Tensor& x) { return tocl::kernel_forms(device_index(x)).row_gpu_forms; }
 
 void rows_forward(const Tensor& x, const Tensor& w, const Tensor& b, int64_t rows, int64_t n, int64_t groups,
                   int64_t inner_div, double eps, const Tensor& out, const Tensor& mean, const Tensor& rstd) {

@@ -3,7 +3,7 @@
 // (outer, dim, inner) view. CPU forms (kernels_cl/softmax.cl): one work-item per row in
 // 16-element vectors (inner == 1), one work-group per row when there are too few rows to
 // share the compute units, one work-item per row on adjacent columns (inner > 1). GPU forms
-// (kernels_cl/softmax_gpu.cl, where runtime/kernel_forms.h says row_lines): segments of a
+// (kernels_cl/softmax_gpu.cl, where runtime/kernel_forms.h says row_gpu_forms): segments of a
 // work-group per row or column, coalesced, the line kept in registers.
 #include <ATen/ATen.h>
 #include <ATen/MetaFunctions.h>
@@ -85,7 +85,7 @@ void softmax_forward(const at::Tensor& input, int64_t dim, bool half_to_float, M
   const auto g = row_geometry(in, dim);
   into(out, [&](const at::Tensor& o) {
     const int device = device_index(in);
-    if (tocl::kernel_forms(device).row_lines) {
+    if (tocl::kernel_forms(device).row_gpu_forms) {
       const auto p = line_launch(device, g.dim_size, g.inner, g.rows);
       cl_kernel k = dtype_kernel(in, "softmax_gpu.cl", "softmax_lines");
       tocl::set_args(k, buffer_arg(o), buffer_arg(in), static_cast<cl_long>(g.dim_size), static_cast<cl_long>(g.inner),
@@ -115,7 +115,7 @@ void softmax_backward(const at::Tensor& grad_output, const at::Tensor& output, i
   const auto g = row_geometry(y, dim);
   into(grad_input, [&](const at::Tensor& gi) {
     const int device = device_index(y);
-    if (tocl::kernel_forms(device).row_lines) {
+    if (tocl::kernel_forms(device).row_gpu_forms) {
       const auto p = line_launch(device, g.dim_size, g.inner, g.rows);
       cl_kernel k = dtype_kernel(y, "softmax_gpu.cl", "softmax_backward_lines");
       tocl::set_args(k, buffer_arg(gi), buffer_arg(go), buffer_arg(y), static_cast<cl_long>(g.dim_size),
