@@ -92,12 +92,18 @@ def test_the_device_chooses_tiles_that_fill_it_and_splits_long_k():
     assert plan(big // 128, 128, 256)[:2] == (2, 2) and plan(big // 128, 128, 256)[3] == 1
     # Too few tiles with a long K: K split (each part at least 256 deep, two waves at most); the large
     # tile where that fills the device, else one small tile (no idle rows) split as far.
-    rm, rn, bk, splits = plan(64, 64, 4096)
+    rm, rn, bk, splits = plan(128, 128, 4096)
     k_splits = 1 if cu == 1 else min(2 * cu, 4096 // 256)
-    assert (rm, rn) == ((2, 2) if k_splits >= cu else (1, 1)) and splits == k_splits, (cu, rm, rn, splits)
+    if k_splits >= cu:
+        assert (rm, rn, splits) == (2, 2, k_splits), (cu, rm, rn, splits)
+    else:  # four small tiles, split K until two waves (or 256-deep parts)
+        assert (rm, rn, splits) == (1, 1, 1 if 4 >= cu else min(-(-2 * cu // 4), 4096 // 256)), (cu, rm, rn, splits)
     # Too few tiles and a short K: the small tile (more of them), K whole when they fill the device.
     if cu >= 2:
         assert plan(64 * cu, 128, 300)[:2] == (1, 1) and plan(64 * cu, 128, 300)[3] == 1
+    # A large tile over half empty (C of 64 rows, as a 64-channel convolution's GEMM) gives way to the small.
+    assert plan(64, 512 * max(cu, 1), 576)[:2] == (1, 1) and plan(64, 512 * max(cu, 1), 576)[3] == 1
+    assert plan(320, 512 * max(cu, 1), 576)[:2] == (2, 2)  # 5/6 of the large tiles' work is C's
     # Doubles keep the small tile, and split K like the large one.
     assert plan(big // 128, 128, 256, dbl=True)[:2] == (1, 1)
     assert plan(64, 64, 4096, dbl=True)[3] == (1 if cu == 1 else min(2 * cu, 4096 // 256))

@@ -49,6 +49,12 @@ int64_t groups_of(const tocl::KernelForms::GemmTile& t, int64_t m, int64_t n, in
   return ceil_div(m, 64 * t.rm) * ceil_div(n, 64 * t.rn) * batch;
 }
 
+// The share of a tile grid's multiply-adds that land inside C (the rest compute zeros past its edges).
+double coverage(const tocl::KernelForms::GemmTile& t, int64_t m, int64_t n) {
+  const int64_t bm = 64 * t.rm, bn = 64 * t.rn;
+  return static_cast<double>(m * n) / static_cast<double>(ceil_div(m, bm) * bm * ceil_div(n, bn) * bn);
+}
+
 }  // namespace
 
 TiledGemmPlan plan_tiled_gemm(int device, c10::ScalarType type, int64_t m, int64_t n, int64_t k, int64_t batch) {
@@ -58,8 +64,10 @@ TiledGemmPlan plan_tiled_gemm(int device, c10::ScalarType type, int64_t m, int64
   }
   const auto& forms = tocl::kernel_forms(device);
   const int64_t units = static_cast<int64_t>(forms.compute_units);
-  // Doubles keep the small tile: 16 double accumulators per work-item, not 64.
-  const bool large_fits = type != at::kDouble;
+  // Doubles keep the small tile: 16 double accumulators per work-item, not 64. A large tile that would
+  // compute mostly past C's edges (a 64-row C, e.g. a 64-channel convolution's) gives way to the small.
+  const bool large_fits = type != at::kDouble &&
+                          coverage(forms.gemm_large, m, n) >= 0.75 * coverage(forms.gemm_small, m, n);
   const auto& large = forms.gemm_large;
   const auto& small = forms.gemm_small;
   // K splits that give `groups` tiles two waves, each part at least 256 deep (1: no split).
