@@ -55,6 +55,34 @@ def test_mm_layouts_and_partial_tiles(plan, dtype):
 
 
 @pytest.mark.parametrize("plan", PLANS, indirect=True)
+def test_aligned_operands_read_four_at_a_time(plan):
+    # Contiguous sizes, other strides, offsets and batch strides all multiples of 4 take the kernel's
+    # VEC4 loads (each of the four layouts); an offset of 2 or an odd size takes the scalar loads.
+    g = torch.Generator().manual_seed(4)
+
+    def operand(storage, offset, rows, cols, transposed):
+        flat = storage[offset:offset + rows * cols]
+        return flat.view(cols, rows).t() if transposed else flat.view(rows, cols)
+
+    with native_only():
+        for m, n, k in [(132, 68, 100), (64, 260, 36), (36, 40, 9)]:
+            sa, sb = torch.randn(8 + m * k, generator=g), torch.randn(8 + k * n, generator=g)
+            da, db = sa.to(DEV), sb.to(DEV)
+            for offset in (0, 4, 2):
+                for ta in (False, True):
+                    for tb in (False, True):
+                        close(operand(da, offset, m, k, ta) @ operand(db, offset, k, n, tb),
+                              operand(sa, offset, m, k, ta) @ operand(sb, offset, k, n, tb), torch.float32)
+        # batched: batch strides multiples of 4 (and not)
+        for extra in (0, 2):
+            sa, sb = torch.randn(3, 68 * 40 + extra, generator=g), torch.randn(3, 40 * 72 + extra, generator=g)
+            a, b = sa[:, :68 * 40].view(3, 68, 40), sb[:, :40 * 72].view(3, 40, 72)
+            da, db = sa.to(DEV)[:, :68 * 40].view(3, 68, 40), sb.to(DEV)[:, :40 * 72].view(3, 40, 72)
+            close(torch.bmm(da, db), torch.bmm(a, b), torch.float32)
+            close(torch.bmm(da, db.transpose(1, 2).contiguous().transpose(1, 2)), torch.bmm(a, b), torch.float32)
+
+
+@pytest.mark.parametrize("plan", PLANS, indirect=True)
 def test_addmm_alpha_beta_and_nan_in_an_ignored_c(plan):
     g = torch.Generator().manual_seed(1)
     a, b = torch.randn(70, 90, generator=g), torch.randn(90, 33, generator=g)
