@@ -184,14 +184,20 @@ class Pool:
 
 
 def tune_tiled(pool, reps=5, tolerance=1e-4, progress=True, large=TILED_LARGE, small=TILED_SMALL,
-               large_shapes=TILED_LARGE_SHAPES, small_shapes=TILED_SMALL_SHAPES):
+               large_shapes=TILED_LARGE_SHAPES, small_shapes=TILED_SMALL_SHAPES, max_candidates=None,
+               deadline=None):
     """The fastest accurate large and small tiles of our tiled GEMM: {"LARGE_RM": .., ..., "SMALL_BK": ..},
-    the timings of every candidate, and the seconds the defaults (the first of each list) took."""
+    the timings of every candidate, and the seconds the defaults (the first of each list) took.
+    At most max_candidates tiles of each list; past `deadline` (time.monotonic()) only each list's
+    default is measured."""
     from tqdm import tqdm
     chosen, table = {}, []
     for label, tiles, shapes in (("LARGE", large, large_shapes), ("SMALL", small, small_shapes)):
         best = None
-        for tile in tqdm(tiles, desc=f"tiled GEMM, {label.lower()} tile", disable=not progress):
+        tiles = tiles[:max_candidates] if max_candidates else tiles
+        for i, tile in enumerate(tqdm(tiles, desc=f"tiled GEMM, {label.lower()} tile", disable=not progress)):
+            if i > 0 and deadline is not None and time.monotonic() > deadline:
+                break
             r = pool.run({"bits": 32, "tile": list(tile), "shapes": [list(s) for s in shapes], "reps": reps},
                          timeout=300)
             ok = "seconds" in r and r["error"] <= tolerance
@@ -221,7 +227,9 @@ def tune(device=0, bits=32, n=512, max_seconds=600.0, max_candidates=None, seed=
     pool = Pool(device)
     if kernel_class == "gpu" and bits == 32:
         try:
-            tiled, tiled_table = tune_tiled(pool, tolerance=tolerance, progress=progress)
+            # The tiles get half the time when CLBlast's space follows.
+            tiled, tiled_table = tune_tiled(pool, tolerance=tolerance, progress=progress,
+                                            max_candidates=max_candidates, deadline=start + max_seconds / 2)
         except BaseException:
             pool.close()
             raise
