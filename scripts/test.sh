@@ -17,3 +17,8 @@ run .
 GPU_FORM_TESTS=(test_blas.py test_softmax_loss.py test_normalization.py test_rowwise_kernels.py)
 echo "==> Again with TORCH_OPENCL_KERNEL_CLASS=gpu: ${GPU_FORM_TESTS[*]}"
 TORCH_OPENCL_KERNEL_CLASS=gpu run "${GPU_FORM_TESTS[@]}"
+# Two devices (PoCL's CPU device twice): the tests that need a second device, which skip above.
+# TORCH_OPENCL_TEST_DEVICES=2 makes a missing second device fail the pass instead (test/conftest.py).
+MULTI_DEVICE_TESTS=(test_multi_device.py)
+echo "==> Again with two devices (POCL_DEVICES=\"pthread pthread\"): ${MULTI_DEVICE_TESTS[*]}"
+POCL_DEVICES="pthread pthread" TORCH_OPENCL_TEST_DEVICES=2 run "${MULTI_DEVICE_TESTS[@]}"

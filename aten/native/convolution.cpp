@@ -262,6 +262,12 @@ at::Tensor conv_weight_grad(const Conv2d& c, const at::Tensor& x4, const at::Ten
   return gw;
 }
 
+// ATen's shared checks refuse negative dilations only; CPU's kernels also refuse 0 (which would
+// give every kernel tap the same input position).
+void check_dilation(at::IntArrayRef dilation) {
+  for (const int64_t d : dilation) TORCH_CHECK(d > 0, "dilation should be greater than zero, but got ", dilation);
+}
+
 bool native(const at::Tensor& input, const at::Tensor& weight) {
   return (input.dim() == 3 || input.dim() == 4) && blas_supports(input.scalar_type()) &&
          weight.scalar_type() == input.scalar_type();
@@ -275,6 +281,7 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
   TORCH_CHECK(weight.device() == input.device() && (!bias || !bias->defined() || bias->device() == input.device()),
               "Expected all tensors to be on the same device, but found at least two devices, ", input.device(),
               " and ", weight.device() != input.device() ? weight.device() : bias->device(), "!");
+  check_dilation(dilation);
   if (!native(input, weight))
     return convolution_on_cpu(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
   const bool one_d = input.dim() == 3;
@@ -297,6 +304,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride,
     at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding,
     int64_t groups, std::array<bool, 3> output_mask) {
+  check_dilation(dilation);
   if (!native(input, weight) || grad_output.scalar_type() != input.scalar_type())
     return convolution_backward_on_cpu(grad_output, input, weight, stride, padding, dilation, transposed,
                                        output_padding, groups, output_mask);

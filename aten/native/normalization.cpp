@@ -215,6 +215,7 @@ struct Channels {
 };
 
 Channels channels(const Tensor& input, const char* op) {
+  if (input.dim() < 2) (void)input.size(1);  // CPU's error first: an IndexError, dimension out of range
   TORCH_CHECK(input.dim() >= 2, op, ": expected an input of at least 2 dimensions (N, C, ...), got ",
               input.sizes());
   const int64_t N = input.size(0), C = input.size(1);
