@@ -201,7 +201,7 @@ std::unordered_map<c10::TensorImpl*, at::Tensor> mirror_tensors(const std::vecto
   };
   std::unordered_map<c10::StorageImpl*, Span> spans;
   for (const at::Tensor& t : tensors) {
-    if (t.numel() == 0) continue;
+    if (t.numel() == 0 || t.layout() != at::kStrided || !t.has_storage()) continue;
     Span& s = spans[t.storage().unsafeGetStorageImpl()];
     const auto [begin, end] = byte_span(t);
     s.begin = std::min(s.begin, begin / kAlign * kAlign);
@@ -211,6 +211,10 @@ std::unordered_map<c10::TensorImpl*, at::Tensor> mirror_tensors(const std::vecto
   for (const at::Tensor& t : tensors) {
     if (out.count(t.unsafeGetTensorImpl())) continue;
     const auto options = t.options().device(device);
+    if (t.layout() != at::kStrided || !t.has_storage()) {  // sparse results: no strides to keep
+      out.emplace(t.unsafeGetTensorImpl(), t.to(device));
+      continue;
+    }
     if (t.numel() == 0) {
       out.emplace(t.unsafeGetTensorImpl(), at::empty_strided(t.sizes(), t.strides(), options));
       continue;
@@ -223,7 +227,10 @@ std::unordered_map<c10::TensorImpl*, at::Tensor> mirror_tensors(const std::vecto
     }
     const int64_t itemsize = static_cast<int64_t>(t.element_size());
     const int64_t offset = (t.storage_offset() * itemsize - s.begin) / itemsize;
-    out.emplace(t.unsafeGetTensorImpl(), at::empty({0}, options).set_(s.copy.storage(), offset, t.sizes(), t.strides()));
+    at::Tensor mirror = at::empty({0}, options).set_(s.copy.storage(), offset, t.sizes(), t.strides());
+    mirror._set_conj(t.is_conj());  // the lazy conjugate and negative bits travel with the view
+    mirror._set_neg(t.is_neg());
+    out.emplace(t.unsafeGetTensorImpl(), std::move(mirror));
   }
   return out;
 }

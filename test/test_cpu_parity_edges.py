@@ -172,9 +172,31 @@ def test_integer_remainder_fmod_and_division_edges(dtype):
     torch.testing.assert_close(torch.remainder(unsigned.to(DEV), 255).cpu(), torch.remainder(unsigned, 255))
 
 
+@pytest.mark.parametrize("fn", [torch.bitwise_and, torch.bitwise_or, torch.bitwise_xor, lambda x, y: torch.bitwise_not(x),
+                                lambda x, y: x << y])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_integer_only_operators_refuse_floats(fn, dtype):
+    # Their float expression is absent: that once reached the code generator as a null pointer (a crash).
+    x = torch.ones(3, dtype=dtype)
+    with pytest.raises(RuntimeError):  # NotImplementedError is one, as on CPU
+        fn(x, x)
+    with pytest.raises(RuntimeError):
+        fn(x.to(DEV), x.to(DEV))
+    with pytest.raises(RuntimeError):
+        fn(x[:0].to(DEV), x[:0].to(DEV))  # empty, as on CPU
+    assert (torch.ones(2, device=DEV) * 3).sum().item() == 6
+
+
+def test_abs_of_bool_is_not_implemented():
+    for device in ("cpu", DEV):
+        with pytest.raises(NotImplementedError):
+            torch.abs(torch.tensor([True, False], device=device))
+
+
 def test_index_select_of_an_empty_dimension():
     same_error(lambda w, i: F.embedding(i, w), torch.zeros(0, 3), torch.tensor(0))
     same_error(lambda w, i: torch.index_select(w, 0, i), torch.zeros(0, 3), torch.tensor([0]))
+    same_error(lambda w, i: torch.index_select(w, 0, i), torch.zeros(0), torch.tensor(0))  # 1-d: IndexError
 
 
 def test_batch_norm_of_a_1d_input():

@@ -36,7 +36,8 @@ Tensor& index_select_out(const Tensor& self, int64_t dim, const Tensor& index, T
   TORCH_CHECK(self.dim() > 0 || index.numel() == 1, "index_select(): Index to scalar can have only 1 value, got ",
               index.numel(), " value(s)");
   const int64_t D = self.dim() == 0 ? 1 : self.size(dim);
-  TORCH_CHECK(D > 0 || index.numel() == 0, "index_select(): self indexing axis dim should be positive");
+  // CPU's check for 2-d and more; for fewer dims any index is out of range of an empty self (IndexError below).
+  TORCH_CHECK(self.dim() <= 1 || D > 0 || index.numel() == 0, "index_select(): self indexing axis dim should be positive");
   auto sizes = self.sizes().vec();
   if (self.dim() > 0) sizes[dim] = index.numel();
   at::native::resize_output(out, sizes);

@@ -31,8 +31,10 @@ Tensor defined_or_empty(const OptTensor& t) { return t.has_value() && t->defined
 // A contiguous parameter of the input's dtype on its device, or undefined.
 Tensor param(const Tensor& input, const Tensor& p, const char* op, const char* name) {
   if (!p.defined()) return p;
-  TORCH_CHECK(p.scalar_type() == input.scalar_type(), op, ": ", name, " has dtype ", p.scalar_type(),
-              " but the input has ", input.scalar_type(), "; opencl supports only matching dtypes");
+  // Mixed dtypes (a half input with float statistics, which CPU takes) run on the CPU fallback.
+  if (p.scalar_type() != input.scalar_type())
+    throw_dtype_not_native(std::string(op) + ": " + name + " has dtype " + c10::toString(p.scalar_type()) +
+                           " but the input has " + c10::toString(input.scalar_type()));
   TORCH_CHECK(p.device() == input.device(), op, ": ", name, " is on ", p.device(), " but the input is on ",
               input.device());
   return p.contiguous();

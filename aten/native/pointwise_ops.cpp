@@ -17,7 +17,7 @@ namespace {
 // Integer division, remainder and fmod: CPU raises ZeroDivisionError for a divisor of 0 (CUDA returns
 // garbage); this reads one flag back from the device, as CPU's check reads every divisor.
 void run_integer_division(at::TensorIteratorBase& op, const PointwiseExpr& expr) {
-  if (at::isIntegralType(op.common_dtype(), /*includeBool=*/true) && op.numel() > 0) {
+  if (at::isIntegralType(op.common_dtype(), /*includeBool=*/false) && op.numel() > 0) {
     const at::Tensor divisor(op.input(1));
     TORCH_CHECK(!divisor.eq(0).any().item<bool>(), "ZeroDivisionError");
   }
