@@ -193,6 +193,41 @@ def test_abs_of_bool_is_not_implemented():
             torch.abs(torch.tensor([True, False], device=device))
 
 
+@pytest.mark.parametrize("fn", [torch.floor_divide, torch.remainder, torch.fmod,
+                                lambda x, y: torch.div(x, y, rounding_mode="trunc")])
+@pytest.mark.parametrize("sizes", [(), (3,), (0,)])
+def test_integer_division_of_bool_is_not_implemented(fn, sizes):
+    # A 0-dim, a 1-d and an empty pair: CPU refuses bool in each (found by the fuzzer: a value came back).
+    x = torch.ones(sizes, dtype=torch.bool)
+    with pytest.raises(NotImplementedError):
+        fn(x, x)
+    with pytest.raises(NotImplementedError):
+        fn(x.to(DEV), x.to(DEV))
+    assert (torch.ones(2, device=DEV) * 3).sum().item() == 6
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_batch_norm_of_a_reduced_input_with_float_statistics(dtype):
+    # CPU's mixed form: its running statistics must be updated (the fuzzer found them left as they were,
+    # an expanded input among its cases), and the gradients match.
+    g = torch.Generator().manual_seed(0)
+    x0, w0, b0 = torch.randn(4, 3, 5, generator=g).to(dtype), torch.rand(3, generator=g), torch.rand(3, generator=g)
+    results = []
+    for device in ("cpu", DEV):
+        x, w, b = (t.to(device, copy=True).requires_grad_() for t in (x0, w0, b0))
+        mean, var = torch.zeros(3, device=device), torch.ones(3, device=device)
+        y = F.batch_norm(x, mean, var, w, b, training=True, momentum=0.5)
+        y.float().pow(2).sum().backward()
+        evaluated = F.batch_norm(x, mean, var, w, b, training=False)
+        results.append([t.detach().cpu() for t in (y, mean, var, x.grad, w.grad, b.grad, evaluated)])
+    for cpu, dev in zip(*results):
+        assert dev.dtype == cpu.dtype
+        tol = 1e-4 if cpu.dtype == torch.float32 else 2e-2  # statistics and parameter gradients are float
+        torch.testing.assert_close(dev, cpu, rtol=tol, atol=tol)
+    same_error(lambda x, m: F.batch_norm(x, m, m.clone(), training=True), torch.randn(2, 3),
+               torch.zeros(3, dtype=torch.float64))  # other mixes: CPU's error
+
+
 def test_index_select_of_an_empty_dimension():
     same_error(lambda w, i: F.embedding(i, w), torch.zeros(0, 3), torch.tensor(0))
     same_error(lambda w, i: torch.index_select(w, 0, i), torch.zeros(0, 3), torch.tensor([0]))

@@ -15,8 +15,11 @@ namespace torch_opencl {
 namespace {
 
 // Integer division, remainder and fmod: CPU raises ZeroDivisionError for a divisor of 0 (CUDA returns
-// garbage); this reads one flag back from the device, as CPU's check reads every divisor.
+// garbage); this reads one flag back from the device, as CPU's check reads every divisor. None of
+// them is defined for bool on CPU (NotImplementedError, even for empty tensors).
 void run_integer_division(at::TensorIteratorBase& op, const PointwiseExpr& expr) {
+  TORCH_CHECK_NOT_IMPLEMENTED(op.common_dtype() != at::kBool, "\"", expr.name,
+                              "\" is not implemented for 'Bool' (as on CPU)");
   if (at::isIntegralType(op.common_dtype(), /*includeBool=*/false) && op.numel() > 0) {
     const at::Tensor divisor(op.input(1));
     TORCH_CHECK(!divisor.eq(0).any().item<bool>(), "ZeroDivisionError");
