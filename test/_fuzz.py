@@ -354,7 +354,9 @@ for _name, _f in {
     "var": lambda x, a: x.var() if a.get("dim") is None else x.var(a["dim"], keepdim=a["keepdim"]),
     "std": lambda x, a: x.std(_dims(a), correction=0),
     "norm": lambda x, a: torch.linalg.vector_norm(x, dim=_dims(a), keepdim=a["keepdim"]),
-    "logsumexp": lambda x, a: torch.logsumexp(x, a.get("dim") or (), keepdim=a["keepdim"]),
+    # Every dim named: CPU's logsumexp over dim=() of a tensor of 1 or more dims raises ("output with
+    # shape [] doesn't match the broadcast shape"), a PyTorch bug the device need not copy.
+    "logsumexp": lambda x, a: torch.logsumexp(x, a.get("dim") or list(range(x.dim())), keepdim=a["keepdim"]),
     "any": lambda x, a: x.any() if a.get("dim") is None else x.any(a["dim"][0], keepdim=a["keepdim"]),
     "all": lambda x, a: x.all() if a.get("dim") is None else x.all(a["dim"][0]),
     "cumsum": lambda x, a: x.cumsum(a["dim"][0] if a.get("dim") else 0),

@@ -157,6 +157,15 @@ def test_convolution_with_a_bad_argument_raises(conv, x, w, bad):
     assert key in str(dev.value), (str(dev.value), str(cpu.value))
 
 
+@pytest.mark.parametrize("conv,x,w", [(F.conv1d, (1, 1, 3), (1, 1, 0)), (F.conv2d, (1, 1, 3, 3), (1, 1, 0, 2)),
+                                      (F.conv2d, (1, 1, 3, 3), (1, 1, 2, 0)),
+                                      (F.conv_transpose1d, (1, 1, 3), (1, 1, 0)),
+                                      (F.conv_transpose2d, (1, 1, 3, 3), (1, 1, 0, 1))])
+def test_convolution_with_an_empty_kernel_raises(conv, x, w):
+    # Found by the fuzzer: the device returned an output larger than its input.
+    same_error(conv, torch.ones(x), torch.ones(w))
+
+
 @pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64])
 def test_integer_remainder_fmod_and_division_edges(dtype):
     lo = torch.iinfo(dtype).min
@@ -206,6 +215,16 @@ def test_integer_division_of_bool_is_not_implemented(fn, sizes):
     assert (torch.ones(2, device=DEV) * 3).sum().item() == 6
 
 
+@pytest.mark.parametrize("fn", [torch.floor, torch.ceil, torch.round, torch.trunc])
+def test_rounding_of_bool_is_not_implemented_and_of_integers_is_identity(fn):
+    for sizes in [(), (3,), (0,)]:  # found by the fuzzer: bool came back unchanged
+        for device in ("cpu", DEV):
+            with pytest.raises(NotImplementedError):
+                fn(torch.ones(sizes, dtype=torch.bool, device=device))
+    x = torch.tensor([-3, 0, 7], dtype=torch.int32)
+    assert torch.equal(fn(x.to(DEV)).cpu(), fn(x))
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_batch_norm_of_a_reduced_input_with_float_statistics(dtype):
     # CPU's mixed form: its running statistics must be updated (the fuzzer found them left as they were,
@@ -232,6 +251,11 @@ def test_index_select_of_an_empty_dimension():
     same_error(lambda w, i: F.embedding(i, w), torch.zeros(0, 3), torch.tensor(0))
     same_error(lambda w, i: torch.index_select(w, 0, i), torch.zeros(0, 3), torch.tensor([0]))
     same_error(lambda w, i: torch.index_select(w, 0, i), torch.zeros(0), torch.tensor(0))  # 1-d: IndexError
+    # 2-d and more: CPU raises RuntimeError for an empty self or along dim 1, IndexError otherwise (the fuzzer
+    # found the device giving IndexError for all).
+    for sizes, dim in [((0, 1), 1), ((2, 1), -1), ((2, 0), 0), ((3, 2), 1), ((3, 2), 0), ((3, 2, 2), 2)]:
+        for index in (torch.tensor(-2), torch.tensor([5])):
+            same_error(lambda w, i: torch.index_select(w, dim, i), torch.zeros(sizes), index)
 
 
 def test_batch_norm_of_a_1d_input():

@@ -268,6 +268,13 @@ void check_dilation(at::IntArrayRef dilation) {
   for (const int64_t d : dilation) TORCH_CHECK(d > 0, "dilation should be greater than zero, but got ", dilation);
 }
 
+// CPU's kernels refuse an empty kernel window (this one would give a larger output than its input).
+void check_kernel_size(const at::Tensor& weight, bool one_d) {
+  const int64_t kh = one_d ? 1 : weight.size(2), kw = weight.size(one_d ? 2 : 3);
+  TORCH_CHECK(kh > 0 && kw > 0, "kernel size should be greater than zero, but got kernel_height: ", kh,
+              " kernel_width: ", kw);
+}
+
 bool native(const at::Tensor& input, const at::Tensor& weight) {
   return (input.dim() == 3 || input.dim() == 4) && blas_supports(input.scalar_type()) &&
          weight.scalar_type() == input.scalar_type();
@@ -285,6 +292,7 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
   if (!native(input, weight))
     return convolution_on_cpu(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
   const bool one_d = input.dim() == 3;
+  if (weight.dim() == input.dim()) check_kernel_size(weight, one_d);  // other shapes: describe()'s errors
   const at::Tensor b = bias && bias->defined() ? *bias : at::Tensor();
   const auto w4 = as_4d(weight, one_d);
   if (!transposed) {

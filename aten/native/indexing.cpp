@@ -43,6 +43,11 @@ Tensor& index_select_out(const Tensor& self, int64_t dim, const Tensor& index, T
   at::native::resize_output(out, sizes);
   if (index.numel() > 0) {
     const auto bad = first_out_of_range(index, 0, D);
+    // CPU's error class follows its path: for 2-d and more, an empty self or dim 1 (its fast path)
+    // raise RuntimeError, every other case IndexError.
+    const bool runtime_error = self.dim() > 1 && (self.numel() == 0 || dim == 1);
+    TORCH_CHECK(!bad.has_value() || !runtime_error, "INDICES element is out of DATA bounds, id=", bad->value,
+                " axis_dim=", D);
     TORCH_CHECK_INDEX(!bad.has_value(), "index out of range in self");
   }
   if (out.numel() == 0) return out;

@@ -100,6 +100,14 @@ void run_shift(at::TensorIteratorBase& op, bool left) {
 #undef TOCL_RSHIFT_MAX
 }
 
+// floor, ceil, round and trunc: integers come back unchanged; bool is refused as on CPU
+// (NotImplementedError, even for empty tensors).
+void run_rounding(at::TensorIteratorBase& op, const char* name, const char* float_expr) {
+  TORCH_CHECK_NOT_IMPLEMENTED(op.common_dtype() != at::kBool, "\"", name,
+                              "\" is not implemented for 'Bool' (as on CPU)");
+  run_pointwise(op, {name, float_expr, "a"});
+}
+
 // CPU's round(decimals): scale by 10^|decimals| in the element type, rint, scale back
 // (dividing first when decimals <= 0).
 void run_round_decimals(at::TensorIteratorBase& op, int64_t decimals) {
