@@ -2,7 +2,9 @@
 // Setting kernel arguments and enqueueing a kernel on a stream.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 #include "runtime/error.h"
 #include "runtime/stream.h"
@@ -71,7 +73,16 @@ void enqueue_1d(int device, int stream, cl_kernel kernel, size_t global, size_t 
 // Enqueues a 3-D launch; each global size must be a multiple of its local size.
 void enqueue_3d(int device, int stream, cl_kernel kernel, const size_t global[3], const size_t local[3]);
 
-// Number of kernels enqueue_1d has launched in this process (a debug counter for tests).
+// Enqueues a launch of 1 to 3 dimensions. `local` may be nullptr (the driver chooses the group);
+// otherwise each global size must be a multiple of its local size.
+void enqueue_nd(int device, int stream, cl_kernel kernel, cl_uint dims, const size_t* global, const size_t* local);
+
+// Number of kernels the enqueue_* functions have launched in this process (a debug counter for tests).
 uint64_t launch_count();
+
+// Test hook: while on, the function names of the kernels enqueue_1d/enqueue_3d launch are kept in
+// order (so a test can tell which form of a kernel family ran). Turning it on clears the list.
+void record_kernel_names(bool on);
+std::vector<std::string> recorded_kernel_names();
 
 }  // namespace tocl
