@@ -11,10 +11,8 @@
 namespace torch_opencl {
 namespace {
 
-void free_device_memory(void* ptr) {
-  const int device = tocl::device_of_address(ptr);
-  if (device >= 0) tocl::allocator(device).free(ptr);
-}
+// A DataPtr's deleter runs in destructors, where an exception would abort the process.
+void free_device_memory(void* ptr) { tocl::free_nothrow(ptr); }
 
 c10::CachingDeviceAllocator::DeviceStats to_c10(const tocl::AllocatorStats& s) {
   c10::CachingDeviceAllocator::DeviceStats out;

@@ -1,6 +1,7 @@
 // PrivateUse1 hooks: what ATen asks of any accelerator (availability, device
 // count, generators, pointers, storage resizing).
 #include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/DeviceGuard.h>
 #include <c10/core/Storage.h>
 #include <c10/util/Exception.h>
 
@@ -60,7 +61,10 @@ struct OpenCLHooks final : public at::PrivateUse1HooksInterface {
     const size_t old_bytes = storage.nbytes();
     const auto device = storage.device().index();
     c10::DataPtr new_data;
-    if (new_bytes > 0) new_data = device_allocator()->allocate(new_bytes);
+    if (new_bytes > 0) {
+      const c10::DeviceGuard guard(storage.device());  // the allocator serves the current device
+      new_data = device_allocator()->allocate(new_bytes);
+    }
     const size_t keep = std::min(old_bytes, new_bytes);
     if (keep > 0 && storage.data())
       tocl::copy_device_to_device(device, tocl::current_stream(device), new_data.get(), storage.data(), keep);

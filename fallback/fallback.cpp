@@ -19,6 +19,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -52,8 +53,8 @@ struct State {
   Mode current_mode() {
     if (!mode_read) {
       const char* env = std::getenv("TORCH_OPENCL_FALLBACK");
-      mode_read = true;  // set first: a bad value raises once, then the default holds
-      mode = (env && *env) ? parse_mode(env) : Mode::kWarn;
+      mode = (env && *env) ? parse_mode(env) : Mode::kWarn;  // a bad value raises every time it is read
+      mode_read = true;
     }
     return mode;
   }
@@ -180,6 +181,60 @@ CallDevices check_devices(const c10::OperatorHandle& op, c10::ArrayRef<c10::IVal
   return d;
 }
 
+// Copies of `tensors` on `device` that keep their layouts: each storage's bytes that the tensors
+// span travel once, and every copy is a view with the original's sizes, strides and place in
+// them. So a kernel on the other side sees what it would see here (a transposed or sliced input
+// is not made contiguous, which changes what some CPU kernels return, as linalg_det's LU), and
+// results come back with the strides CPU gave them. Keyed by TensorImpl.
+std::unordered_map<c10::TensorImpl*, at::Tensor> mirror_tensors(const std::vector<at::Tensor>& tensors,
+                                                                at::Device device) {
+  constexpr int64_t kAlign = 16;  // the largest element size: every tensor's offset stays whole
+  struct Span {
+    int64_t begin = INT64_MAX, end = 0;  // bytes of the storage
+    at::Tensor copy;                     // those bytes on `device`, from begin rounded down
+  };
+  auto byte_span = [](const at::Tensor& t) {
+    int64_t last = t.storage_offset();
+    for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
+    const int64_t itemsize = static_cast<int64_t>(t.element_size());
+    return std::make_pair(t.storage_offset() * itemsize, (last + 1) * itemsize);
+  };
+  std::unordered_map<c10::StorageImpl*, Span> spans;
+  for (const at::Tensor& t : tensors) {
+    if (t.numel() == 0 || t.layout() != at::kStrided || !t.has_storage()) continue;
+    Span& s = spans[t.storage().unsafeGetStorageImpl()];
+    const auto [begin, end] = byte_span(t);
+    s.begin = std::min(s.begin, begin / kAlign * kAlign);
+    s.end = std::max(s.end, end);
+  }
+  std::unordered_map<c10::TensorImpl*, at::Tensor> out;
+  for (const at::Tensor& t : tensors) {
+    if (out.count(t.unsafeGetTensorImpl())) continue;
+    const auto options = t.options().device(device);
+    if (t.layout() != at::kStrided || !t.has_storage()) {  // sparse results: no strides to keep
+      out.emplace(t.unsafeGetTensorImpl(), t.to(device));
+      continue;
+    }
+    if (t.numel() == 0) {
+      out.emplace(t.unsafeGetTensorImpl(), at::empty_strided(t.sizes(), t.strides(), options));
+      continue;
+    }
+    Span& s = spans.at(t.storage().unsafeGetStorageImpl());
+    if (!s.copy.defined()) {
+      const at::Tensor bytes = at::empty({0}, t.options().dtype(at::kByte))
+                                   .set_(t.storage(), s.begin, {s.end - s.begin}, {1});
+      s.copy = bytes.to(device);
+    }
+    const int64_t itemsize = static_cast<int64_t>(t.element_size());
+    const int64_t offset = (t.storage_offset() * itemsize - s.begin) / itemsize;
+    at::Tensor mirror = at::empty({0}, options).set_(s.copy.storage(), offset, t.sizes(), t.strides());
+    mirror._set_conj(t.is_conj());  // the lazy conjugate and negative bits travel with the view
+    mirror._set_neg(t.is_neg());
+    out.emplace(t.unsafeGetTensorImpl(), std::move(mirror));
+  }
+  return out;
+}
+
 // Views: the operator's geometry comes from its Meta kernel run on meta tensors that
 // mirror the inputs (same sizes, strides, storage offset and storage size), and the
 // result is as_strided of the original opencl input: a real view, never a copy.
@@ -256,22 +311,21 @@ void opencl_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack
     return;
   }
 
-  // Step 1: copy the opencl tensors to the CPU together, one copy per distinct tensor
-  // (an argument passed twice, as in `torch.add(a, b, out=a)`, stays one tensor there).
-  std::vector<at::Tensor> device_tensors;
-  std::unordered_map<c10::TensorImpl*, size_t> slot;
+  // Step 1: copy the opencl tensors to the CPU with their layouts: each storage once, and
+  // every tensor a CPU view with its sizes, strides and place in that storage (an argument
+  // passed twice, as in `torch.add(a, b, out=a)`, and overlapping views stay so there).
   int64_t largest = 0;
+  std::vector<at::Tensor> device_tensors;
   for (size_t i = 0; i < num_arguments; ++i) {
     for_each_tensor((*stack)[arguments_begin + i], [&](const at::Tensor& t, bool) {
       largest = std::max<int64_t>(largest, t.numel());
-      if (is_opencl(t) && slot.emplace(t.unsafeGetTensorImpl(), device_tensors.size()).second)
-        device_tensors.push_back(t);
+      if (is_opencl(t)) device_tensors.push_back(t);
     });
   }
-  const std::vector<at::Tensor> cpu_tensors = at::_to_cpu(device_tensors);
+  const auto cpu_tensors = mirror_tensors(device_tensors, at::Device(at::kCPU));
   auto cpu_of = [&](const at::Tensor& t) -> at::Tensor {
     if (!is_opencl(t)) return t;
-    return cpu_tensors[slot.at(t.unsafeGetTensorImpl())];
+    return cpu_tensors.at(t.unsafeGetTensorImpl());
   };
 
   // Step 2: put CPU tensors, CPU devices and CPU generators on the stack.
@@ -313,6 +367,9 @@ void opencl_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack
       if (!is_opencl(t) || !written.insert(t.unsafeGetTensorImpl()).second) return;
       const at::Tensor& cpu = cpu_of(t);
       if (cpu.sizes() != t.sizes()) t.resize_(cpu.sizes());
+      // An out= tensor the CPU kernel restrided (a memory format) takes the CPU's strides.
+      if (cpu.strides() != t.strides() && cpu.is_non_overlapping_and_dense())
+        t.as_strided_(cpu.sizes(), cpu.strides());
       t.copy_(cpu);
     });
   }
@@ -336,10 +393,23 @@ void opencl_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack
       }
       TORCH_CHECK(found, "The operator '", name, "' returns a mutable alias (", schema_returns[r],
                   ") that matches none of its arguments; the opencl CPU fallback cannot return it.");
-      continue;
     }
-    if (!target || target->is_cpu()) continue;
-    v = map_tensors(v, [&](const at::Tensor& t) { return t.to(*target); });
+  }
+  // The other results go to the target device with CPU's layouts (strides, overlap, and
+  // storage shared between results).
+  if (!target || target->is_cpu()) return;
+  std::vector<at::Tensor> results;
+  for (size_t r = 0; r < num_returns; ++r) {
+    const c10::AliasInfo* alias = schema_returns[r].alias_info();
+    if (alias != nullptr && alias->isWrite()) continue;
+    for_each_tensor((*stack)[returns_begin + r], [&](const at::Tensor& t, bool) { results.push_back(t); });
+  }
+  const auto device_results = mirror_tensors(results, *target);
+  for (size_t r = 0; r < num_returns; ++r) {
+    const c10::AliasInfo* alias = schema_returns[r].alias_info();
+    if (alias != nullptr && alias->isWrite()) continue;
+    auto& v = (*stack)[returns_begin + r];
+    v = map_tensors(v, [&](const at::Tensor& t) { return device_results.at(t.unsafeGetTensorImpl()); });
   }
 }
 

@@ -121,8 +121,10 @@ TOCL_INLINE C_T nan_to_num_of(C_T x, C_T nan, C_T posinf, C_T neginf) {
 TOCL_INLINE C_T pow_of(C_T a, C_T b) { return pow(a, b); }
 #else
 // Integers: no division by zero trap (x86 would raise SIGFPE); CUDA also returns garbage there.
+// x % -1 is 0, but MIN % -1 overflows in C (PoCL gives -1): answered without dividing, as CPU does.
+#define DIVISOR_IS_MINUS_ONE(b) ((C_T)-1 < (C_T)0 && (b) == (C_T)-1)
 TOCL_INLINE C_T py_remainder(C_T a, C_T b) {
-  if (b == (C_T)0) return (C_T)0;
+  if (b == (C_T)0 || DIVISOR_IS_MINUS_ONE(b)) return (C_T)0;
   C_T r = a % b;
   if (r != (C_T)0 && ((r < (C_T)0) != (b < (C_T)0))) r += b;
   return r;
@@ -134,7 +136,7 @@ TOCL_INLINE C_T floor_divide(C_T a, C_T b) {
   return q;
 }
 TOCL_INLINE C_T trunc_divide(C_T a, C_T b) { return b == (C_T)0 ? (C_T)-1 : a / b; }
-TOCL_INLINE C_T int_fmod(C_T a, C_T b) { return b == (C_T)0 ? (C_T)0 : a % b; }
+TOCL_INLINE C_T int_fmod(C_T a, C_T b) { return (b == (C_T)0 || DIVISOR_IS_MINUS_ONE(b)) ? (C_T)0 : a % b; }
 TOCL_INLINE C_T sign_of(C_T x) { return (C_T)((x > (C_T)0) - (x < (C_T)0)); }
 TOCL_INLINE C_T pow_of(C_T base, C_T exp) {
   if (exp < (C_T)0) return base == (C_T)1 ? (C_T)1 : (base == (C_T)-1 ? ((exp & 1) ? (C_T)-1 : (C_T)1) : (C_T)0);

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -278,7 +279,45 @@ CachingAllocator::CachingAllocator(int device) : device_(device), impl_(std::mak
 
 CachingAllocator::~CachingAllocator() = default;  // the driver reclaims buffers at exit
 
+namespace {
+
+// Failures of free_nothrow, raised by the next allocation (a deleter cannot raise).
+std::mutex deferred_mutex;
+std::string deferred_errors;
+
+void raise_deferred_errors() {
+  std::string text;
+  {
+    std::lock_guard<std::mutex> lock(deferred_mutex);
+    if (deferred_errors.empty()) return;
+    text.swap(deferred_errors);
+  }
+  throw Error("An earlier release of OpenCL device memory failed (reported at this allocation, as a deleter "
+              "cannot raise): " + text);
+}
+
+}  // namespace
+
+void free_nothrow(void* ptr) noexcept {
+  if (!ptr) return;
+  try {
+    const int device = device_of_address(ptr);
+    if (device < 0) throw Error("the address " + std::to_string(reinterpret_cast<uintptr_t>(ptr)) +
+                                " is not an OpenCL device address");
+    allocator(device).free(ptr);
+  } catch (const std::exception& e) {
+    try {
+      std::lock_guard<std::mutex> lock(deferred_mutex);
+      if (!deferred_errors.empty()) deferred_errors += "; ";
+      deferred_errors += e.what();
+    } catch (...) {  // out of memory for the message: nothing more can be done here
+    }
+  } catch (...) {
+  }
+}
+
 void* CachingAllocator::allocate(size_t bytes, int stream) {
+  raise_deferred_errors();
   if (bytes == 0) return nullptr;
   auto& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mutex);
@@ -356,11 +395,18 @@ void CachingAllocator::free(void* ptr) {
     return;
   }
   // Another stream may still be using the block: hold it until that stream's work so far is done.
-  for (int stream : block->stream_uses) {
-    Event event;
-    event.record(device_, stream);
+  try {
+    for (int stream : block->stream_uses) {
+      Event event;
+      event.record(device_, stream);
+      block->pending_events++;
+      m.pending.emplace_back(std::move(event), block);
+    }
+  } catch (...) {
+    // No marker, so no telling when that stream is done with the block: it is never reused.
     block->pending_events++;
-    m.pending.emplace_back(std::move(event), block);
+    block->stream_uses.clear();
+    throw;
   }
   block->stream_uses.clear();
 }
@@ -454,6 +500,8 @@ int device_of_address(const void* ptr) {
 }
 
 Resolved resolve(const void* ptr) {
+  // Null is the address of no memory (the data pointer of every empty tensor): a null buffer.
+  if (ptr == nullptr) return Resolved{};
   const int device = device_of_address(ptr);
   if (device < 0) throw Error("Address " + std::to_string(reinterpret_cast<uintptr_t>(ptr)) +
                               " is not an OpenCL device address.");

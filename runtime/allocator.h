@@ -92,13 +92,18 @@ class CachingAllocator {
   std::unique_ptr<Impl> impl_;
 };
 
+// Frees a block of any device and never throws (for deleters): a failure (an enqueue refused, a
+// forked child) is kept, the block is never reused, and the next allocate() raises the failure.
+void free_nothrow(void* ptr) noexcept;
+
 // The allocator of a selected device (created on first use).
 CachingAllocator& allocator(int device);
 
 // The device whose address space holds ptr, or -1 for a host address.
 int device_of_address(const void* ptr);
 
-// Resolves a device address of any device.
+// Resolves a device address of any device; null (no memory, as an empty tensor's data pointer)
+// resolves to a null buffer, which only a launch of no work items or a count of 0 may take.
 Resolved resolve(const void* ptr);
 
 }  // namespace tocl

@@ -23,3 +23,8 @@ TORCH_OPENCL_KERNEL_CLASS=gpu run test_inductor.py -k forms
 # torch.distributed (issue 16): two ranks, each a process on one of PoCL's two devices.
 echo "==> torch.distributed with two ranks on POCL_DEVICES='pthread pthread': test_distributed.py"
 POCL_DEVICES="pthread pthread" run test_distributed.py
+# Two devices (PoCL's CPU device twice): the tests that need a second device, which skip above.
+# TORCH_OPENCL_TEST_DEVICES=2 makes a missing second device fail the pass instead (test/conftest.py).
+MULTI_DEVICE_TESTS=(test_multi_device.py)
+echo "==> Again with two devices (POCL_DEVICES=\"pthread pthread\"): ${MULTI_DEVICE_TESTS[*]}"
+POCL_DEVICES="pthread pthread" TORCH_OPENCL_TEST_DEVICES=2 run "${MULTI_DEVICE_TESTS[@]}"

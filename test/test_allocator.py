@@ -297,6 +297,26 @@ def test_memory_limit():
     assert device_still_works()
 
 
+def test_out_of_memory_empties_the_cache_and_retries():
+    cached = torch.empty(12 * MiB, dtype=torch.uint8, device="opencl")  # a 12 MiB segment of its own
+    del cached  # back to the cache: still reserved
+    s0 = stats()
+    # 14 MiB fits under the limit only once the cached 12 MiB segment is given back to the driver.
+    _C._set_memory_limit(DEV, s0["reserved_bytes.all.current"] + 4 * MiB)
+    try:
+        big = torch.full((14 * MiB,), 3, dtype=torch.uint8, device="opencl")
+    finally:
+        _C._set_memory_limit(DEV, 0)
+    s1 = stats()
+    assert delta(s1, s0, "num_alloc_retries") == 1
+    assert delta(s1, s0, "num_ooms") == 0
+    assert delta(s1, s0, "num_device_free") >= 1  # the cached segment
+    assert delta(s1, s0, "reserved_bytes.all.current") == 2 * MiB  # -12 MiB, +14 MiB
+    assert int(big[-1]) == 3 and big.numel() == 14 * MiB
+    del big
+    assert device_still_works()
+
+
 def test_threads_allocating_and_freeing_at_once():
     start = stats()
     live = {}

@@ -523,14 +523,7 @@ def test_device_index_and_to_forms():
     assert z.to(torch.empty(0, dtype=F16)).device.type == "cpu"
 
 
-@pytest.mark.skipif(torch.opencl.device_count() < 2, reason="needs two opencl devices")
-def test_copy_between_devices():
-    x = torch.arange(10.0)
-    a = x.to("opencl:0")
-    b = a.to("opencl:1")
-    assert b.device == torch.device("opencl", 1)
-    assert_same(b.cpu(), x)
-    assert_same(a[::2].to("opencl:1", F64).cpu(), x[::2].to(F64))
+# Copies between two devices: test_multi_device.py (the two-device pass of scripts/test.sh).
 
 
 # --- random shapes and strides ---------------------------------------------------------------

@@ -519,3 +519,34 @@ def test_fork_after_first_use_gives_cudas_error():
     assert res["initialized_at_import"] is False and res["initialized"] is False
     assert res["child"] == {"bad_fork": False, "value": 6.0}, err[-2000:]
     assert res["parent"] == {"bad_fork": False, "value": 6.0}
+
+
+# A block given to record_stream and freed in a forked child: free() must record an event, which the
+# fork check refuses. The deleter never throws (an exception there aborted the child): the failure
+# is kept and raised by the child's next allocation; at the child's exit nothing is raised at all.
+FREE_IN_FORK_CHILD = """
+    import json, os, sys, torch
+    x = torch.ones(1000, device="opencl")
+    x.record_stream(torch.opencl.Stream())
+    torch.opencl.synchronize()
+    statuses = {}
+    for how in ("del", "exit"):
+        pid = os.fork()
+        if pid == 0:
+            if how == "exit":
+                sys.exit(0)  # x is freed while the interpreter shuts down
+            del x
+            try:
+                torch.empty(10, device="opencl")
+                os._exit(3)
+            except RuntimeError as e:
+                os._exit(0 if "An earlier release of OpenCL device memory failed" in str(e) else 4)
+        statuses[how] = os.waitpid(pid, 0)[1]
+    print("RESULT " + json.dumps({"statuses": statuses, "parent": float((x * 2).sum().cpu())}))
+"""
+
+
+def test_freeing_a_recorded_block_in_a_forked_child_does_not_abort():
+    res, _, err = _finish(_start(FREE_IN_FORK_CHILD), timeout=90)
+    assert res["statuses"] == {"del": 0, "exit": 0}, (res, err[-2000:])  # 6 << 8 or 134 was SIGABRT
+    assert res["parent"] == 2000.0

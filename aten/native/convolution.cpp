@@ -265,6 +265,19 @@ at::Tensor conv_weight_grad(const Conv2d& c, const at::Tensor& x4, const at::Ten
   return gw;
 }
 
+// ATen's shared checks refuse negative dilations only; CPU's kernels also refuse 0 (which would
+// give every kernel tap the same input position).
+void check_dilation(at::IntArrayRef dilation) {
+  for (const int64_t d : dilation) TORCH_CHECK(d > 0, "dilation should be greater than zero, but got ", dilation);
+}
+
+// CPU's kernels refuse an empty kernel window (this one would give a larger output than its input).
+void check_kernel_size(const at::Tensor& weight, bool one_d) {
+  const int64_t kh = one_d ? 1 : weight.size(2), kw = weight.size(one_d ? 2 : 3);
+  TORCH_CHECK(kh > 0 && kw > 0, "kernel size should be greater than zero, but got kernel_height: ", kh,
+              " kernel_width: ", kw);
+}
+
 // --- GPU form (kernel_forms' conv_batch_folded): the batch folded into the GEMMs' columns. col is
 // (C * KH * KW, N * L); the forward GEMM W (O, K) @ col (K, N * L) has O x N * L outputs however small
 // each sample's L, and the layout kernels run a work-item per element along contiguous memory.
@@ -350,9 +363,11 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
   TORCH_CHECK(weight.device() == input.device() && (!bias || !bias->defined() || bias->device() == input.device()),
               "Expected all tensors to be on the same device, but found at least two devices, ", input.device(),
               " and ", weight.device() != input.device() ? weight.device() : bias->device(), "!");
+  check_dilation(dilation);
   if (!native(input, weight))
     return convolution_on_cpu(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
   const bool one_d = input.dim() == 3;
+  if (weight.dim() == input.dim()) check_kernel_size(weight, one_d);  // other shapes: describe()'s errors
   const at::Tensor b = bias && bias->defined() ? *bias : at::Tensor();
   const auto w4 = as_4d(weight, one_d);
   const int device = device_index(input);
@@ -378,6 +393,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride,
     at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding,
     int64_t groups, std::array<bool, 3> output_mask) {
+  check_dilation(dilation);
   if (!native(input, weight) || grad_output.scalar_type() != input.scalar_type())
     return convolution_backward_on_cpu(grad_output, input, weight, stride, padding, dilation, transposed,
                                        output_padding, groups, output_mask);

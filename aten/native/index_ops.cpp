@@ -177,7 +177,7 @@ Tensor& take_out(const Tensor& self, const Tensor& index, Tensor& out) {
   TORCH_CHECK(self.device() == out.device() && self.device() == index.device(),
               "take(): self, index and out expected to be in the same device, but got self.device = ", self.device(),
               ", index.device = ", index.device(), ", and out.device = ", out.device());
-  TORCH_CHECK(!(self.numel() == 0 && index.numel() != 0), "take(): tried to take from an empty tensor");
+  TORCH_CHECK_INDEX(!(self.numel() == 0 && index.numel() != 0), "take(): tried to take from an empty tensor");
   at::assert_no_internal_overlap(out);
   at::assert_no_overlap(out, index);
   at::assert_no_overlap(out, self);

@@ -39,11 +39,18 @@ Tensor& index_select_out(const Tensor& self, int64_t dim, const Tensor& index, T
   TORCH_CHECK(self.dim() > 0 || index.numel() == 1, "index_select(): Index to scalar can have only 1 value, got ",
               index.numel(), " value(s)");
   const int64_t D = self.dim() == 0 ? 1 : self.size(dim);
+  // CPU's check for 2-d and more; for fewer dims any index is out of range of an empty self (IndexError below).
+  TORCH_CHECK(self.dim() <= 1 || D > 0 || index.numel() == 0, "index_select(): self indexing axis dim should be positive");
   auto sizes = self.sizes().vec();
   if (self.dim() > 0) sizes[dim] = index.numel();
   at::native::resize_output(out, sizes);
   if (index.numel() > 0) {
     const auto bad = first_out_of_range(index, 0, D);
+    // CPU's error class follows its path: for 2-d and more, an empty self or dim 1 (its fast path)
+    // raise RuntimeError, every other case IndexError.
+    const bool runtime_error = self.dim() > 1 && (self.numel() == 0 || dim == 1);
+    TORCH_CHECK(!bad.has_value() || !runtime_error, "INDICES element is out of DATA bounds, id=", bad->value,
+                " axis_dim=", D);
     TORCH_CHECK_INDEX(!bad.has_value(), "index out of range in self");
   }
   if (out.numel() == 0) return out;

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <initializer_list>
 #include <tuple>
 #include <utility>
 
@@ -36,8 +37,10 @@ Tensor defined_or_empty(const OptTensor& t) { return t.has_value() && t->defined
 // A contiguous parameter of the input's dtype on its device, or undefined.
 Tensor param(const Tensor& input, const Tensor& p, const char* op, const char* name) {
   if (!p.defined()) return p;
-  TORCH_CHECK(p.scalar_type() == input.scalar_type(), op, ": ", name, " has dtype ", p.scalar_type(),
-              " but the input has ", input.scalar_type(), "; opencl supports only matching dtypes");
+  // Other mixed dtypes run on the CPU fallback, which gives CPU's error.
+  if (p.scalar_type() != input.scalar_type())
+    throw_dtype_not_native(std::string(op) + ": " + name + " has dtype " + c10::toString(p.scalar_type()) +
+                           " but the input has " + c10::toString(input.scalar_type()));
   TORCH_CHECK(p.device() == input.device(), op, ": ", name, " is on ", p.device(), " but the input is on ",
               input.device());
   return p.contiguous();
@@ -279,10 +282,26 @@ struct Channels {
 };
 
 Channels channels(const Tensor& input, const char* op) {
+  if (input.dim() < 2) (void)input.size(1);  // CPU's error first: an IndexError, dimension out of range
   TORCH_CHECK(input.dim() >= 2, op, ": expected an input of at least 2 dimensions (N, C, ...), got ",
               input.sizes());
   const int64_t N = input.size(0), C = input.size(1);
   return {N, C, N * C == 0 ? 0 : input.numel() / (N * C)};
+}
+
+// CPU's one mixed form: a half or bfloat16 input with float parameters and statistics (every one
+// given). It computes in float and returns the input's dtype; so do these kernels, on a float copy of
+// the input. (Not the fallback: native_batch_norm's schema does not mark the running statistics as
+// written, so the boxed fallback would drop their update.) Other mixes keep CPU's error.
+bool float_params_of_reduced_input(const Tensor& input, std::initializer_list<const OptTensor*> params) {
+  if (input.scalar_type() != at::kHalf && input.scalar_type() != at::kBFloat16) return false;
+  bool any = false;
+  for (const OptTensor* p : params) {
+    if (!p->has_value() || !(*p)->defined()) continue;
+    if ((*p)->scalar_type() != at::kFloat) return false;
+    any = true;
+  }
+  return any;
 }
 
 // GPU forms: each channel's N planes split into blocks, a work-group each, so that about
@@ -359,6 +378,12 @@ Tensor3 native_batch_norm(const Tensor& input, const OptTensor& weight_, const O
                           const OptTensor& running_mean_, const OptTensor& running_var_, bool training,
                           double momentum, double eps) {
   const char* op = "native_batch_norm";
+  if (float_params_of_reduced_input(input, {&weight_, &bias_, &running_mean_, &running_var_})) {
+    auto r = torch_opencl::native_batch_norm(input.to(at::kFloat), weight_, bias_, running_mean_, running_var_,
+                                             training, momentum, eps);
+    std::get<0>(r) = std::get<0>(r).to(input.scalar_type());
+    return r;
+  }
   const c10::DeviceGuard guard(input.device());
   const auto g = channels(input, op);
   const auto weight = param(input, defined_or_empty(weight_), op, "weight");
@@ -422,6 +447,14 @@ Tensor3 native_batch_norm_backward(const Tensor& grad_out, const Tensor& input, 
                                    const OptTensor& save_mean_, const OptTensor& save_invstd_, bool train,
                                    double eps, std::array<bool, 3> mask) {
   const char* op = "native_batch_norm_backward";
+  if (grad_out.scalar_type() == input.scalar_type() &&
+      float_params_of_reduced_input(input, {&weight_, &running_mean_, &running_var_, &save_mean_, &save_invstd_})) {
+    auto r = torch_opencl::native_batch_norm_backward(grad_out.to(at::kFloat), input.to(at::kFloat), weight_,
+                                                      running_mean_, running_var_, save_mean_, save_invstd_, train,
+                                                      eps, mask);
+    if (std::get<0>(r).defined()) std::get<0>(r) = std::get<0>(r).to(input.scalar_type());
+    return r;
+  }
   const c10::DeviceGuard guard(input.device());
   const auto g = channels(input, op);
   const auto weight = param(input, defined_or_empty(weight_), op, "weight");

@@ -180,7 +180,6 @@ void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std:
                    std::optional<c10::ScalarType> compute_opt) {
   TORCH_INTERNAL_ASSERT(iter.noutputs() == 1 && iter.ninputs() <= kMaxInputs && scalars.size() <= 3);
   const int64_t numel = iter.numel();
-  if (numel == 0) return;
   const int device = iter.device(0).index();
   // Not value_or: a nullary iterator (arange) has no common dtype to ask for.
   const auto compute = compute_dtype(compute_opt ? *compute_opt : iter.common_dtype());
@@ -190,8 +189,11 @@ void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std:
     if (!iter.is_cpu_scalar(k)) check_device_supports(iter.dtype(k), device, expr.name);
   check_device_supports(compute, device, expr.name);
   const bool floating = is_floating(compute);
-  TORCH_CHECK(floating || expr.int_expr, "\"", expr.name, "\" is not implemented for '", compute,
-              "' on opencl");
+  // As on CPU, a dtype the operator lacks is an error (NotImplementedError) even for empty tensors.
+  // (A missing float form, as bitwise ops have, was once a null expression and a crash.)
+  TORCH_CHECK_NOT_IMPLEMENTED(floating ? expr.float_expr != nullptr : expr.int_expr != nullptr, "\"", expr.name,
+                              "\" is not implemented for '", compute, "' on opencl");
+  if (numel == 0) return;
 
   const int nin = iter.ninputs();
   std::array<bool, kMaxInputs> scalar_inputs{};  // not std::vector: no allocation per launch

@@ -21,6 +21,7 @@ namespace {
 
 at::Tensor& abs_out(const at::Tensor& self, at::Tensor& out) {
   auto iter = at::TensorIterator::unary_op(out, self);
+  TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() != at::kBool, "\"abs\" is not implemented for 'Bool' (as on CPU)");
   run_pointwise(iter, {"abs", "fabs(a)", "(C_T)abs(a)"});
   return out;
 }

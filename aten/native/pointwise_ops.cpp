@@ -14,15 +14,28 @@
 namespace torch_opencl {
 namespace {
 
+// Integer division, remainder and fmod: CPU raises ZeroDivisionError for a divisor of 0 (CUDA returns
+// garbage); this reads one flag back from the device, as CPU's check reads every divisor. None of
+// them is defined for bool on CPU (NotImplementedError, even for empty tensors).
+void run_integer_division(at::TensorIteratorBase& op, const PointwiseExpr& expr) {
+  TORCH_CHECK_NOT_IMPLEMENTED(op.common_dtype() != at::kBool, "\"", expr.name,
+                              "\" is not implemented for 'Bool' (as on CPU)");
+  if (at::isIntegralType(op.common_dtype(), /*includeBool=*/false) && op.numel() > 0) {
+    const at::Tensor divisor(op.input(1));
+    TORCH_CHECK(!divisor.eq(0).any().item<bool>(), "ZeroDivisionError");
+  }
+  run_pointwise(op, expr);
+}
+
 void run_div_mode(at::TensorIteratorBase& op, std::optional<c10::string_view> mode) {
   if (!mode.has_value()) {
     run_pointwise(op, {"div", "a / b", nullptr});
   } else if (*mode == "trunc") {
-    run_pointwise(op, {"div_trunc", "trunc(a / b)", "trunc_divide(a, b)"});
+    run_integer_division(op, {"div_trunc", "trunc(a / b)", "trunc_divide(a, b)"});
   } else {
     TORCH_CHECK(*mode == "floor", "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '",
                 *mode, "'");
-    run_pointwise(op, {"div_floor", "floor_divide(a, b)", "floor_divide(a, b)"});
+    run_integer_division(op, {"div_floor", "floor_divide(a, b)", "floor_divide(a, b)"});
   }
 }
 
@@ -85,6 +98,14 @@ void run_shift(at::TensorIteratorBase& op, bool left) {
   }
 #undef TOCL_WIDTH
 #undef TOCL_RSHIFT_MAX
+}
+
+// floor, ceil, round and trunc: integers come back unchanged; bool is refused as on CPU
+// (NotImplementedError, even for empty tensors).
+void run_rounding(at::TensorIteratorBase& op, const char* name, const char* float_expr) {
+  TORCH_CHECK_NOT_IMPLEMENTED(op.common_dtype() != at::kBool, "\"", name,
+                              "\" is not implemented for 'Bool' (as on CPU)");
+  run_pointwise(op, {name, float_expr, "a"});
 }
 
 // CPU's round(decimals): scale by 10^|decimals| in the element type, rint, scale back

@@ -180,6 +180,9 @@ struct BernoulliTensorKernel {
                 p_in.scalar_type());
     const auto p_type = self.scalar_type() == c10::kDouble ? c10::kDouble : c10::kFloat;
     const at::Tensor p = p_in.to(self.device(), p_type).expand(self.sizes()).contiguous();
+    // CPU's check (NaN fails it too); it waits for the device, as CPU's own check reads every p.
+    TORCH_CHECK(p.numel() == 0 || at::logical_and(p >= 0, p <= 1).all().item<bool>(),
+                "Expected p_in >= 0 && p_in <= 1 to be true, but got false.");
     fill_through(self, [&](const at::Tensor& t) { launch("bernoulli_tensor", t, gen, false, {B(p)}); });
   }
 };

@@ -75,10 +75,11 @@ void softmax_forward(const at::Tensor& input, int64_t dim, bool half_to_float, M
   const bool log = mode == kLogSoftmax;
   TORCH_CHECK(!half_to_float, log ? "_log_softmax" : "_softmax",
               ": conversion from half to float is not supported on opencl; call softmax on a float tensor");
-  // As CPU: softmax is defined for floating types only (the structured meta does not check it).
-  TORCH_CHECK(at::isFloatingType(input.scalar_type()), "\"", log ? "log_softmax" : "softmax",
-              "\" not implemented for '", input.scalar_type(), "'");
+  // As CPU: softmax is defined for floating types only (the structured meta does not check it), and
+  // CPU returns an empty input's empty result before it looks at the dtype.
   if (input.numel() == 0) return;
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(input.scalar_type()), "\"", log ? "log_softmax" : "softmax",
+                              "\" not implemented for '", input.scalar_type(), "'");
   const c10::DeviceGuard guard(input.device());
   dim = at::maybe_wrap_dim(dim, input.dim());
   const auto in = input.contiguous();

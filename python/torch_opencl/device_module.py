@@ -1,5 +1,6 @@
 """``torch.opencl``: the device module, with the API people know from ``torch.cuda``."""
 import contextlib
+import warnings
 from typing import Any, Dict, Optional, Union
 
 import torch
@@ -42,10 +43,21 @@ OpenCLError = _C.OpenCLError
 _DeviceLike = Union[torch.device, str, int, None]
 
 
+_unavailable_warned = False
+
+
 def is_available() -> bool:
-    """True if at least one OpenCL device is selected. A selection variable that
-    names nothing raises an error that lists what exists."""
-    return _C._device_count() > 0
+    """True if at least one OpenCL device is selected. Never raises, as torch.cuda.is_available():
+    when the devices cannot be selected (no driver, or a selection variable that names nothing) it
+    is False and warns once why; device_count() and any device use raise that error."""
+    global _unavailable_warned
+    try:
+        return _C._device_count() > 0
+    except RuntimeError as exc:
+        if not _unavailable_warned:
+            _unavailable_warned = True
+            warnings.warn(f"torch.opencl.is_available() is False: {exc}", RuntimeWarning, stacklevel=2)
+        return False
 
 
 def is_initialized() -> bool:

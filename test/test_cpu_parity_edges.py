@@ -1,0 +1,313 @@
+"""Edges where the device once differed from CPU PyTorch (issue 14): layouts through the CPU
+fallback, empty tensors, bad inputs that CPU refuses, and settings that must not lie. Each test
+gives the CPU's answer or the CPU's error; test_fuzz.py searches for more of the kind."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_opencl  # noqa: F401
+
+DEV = "opencl"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def silent_fallback():
+    previous = torch.opencl.fallback_mode()
+    torch.opencl.set_fallback_mode("silent")
+    yield
+    torch.opencl.set_fallback_mode(previous)
+
+
+def first_line(error):
+    """The message's first line, without the note TORCH_CHECK adds to a check with no message."""
+    return str(error).splitlines()[0].split("  (Could this error message be improved?")[0]
+
+
+def same_error(fn, *cpu_args):
+    """fn raises the same exception type with the same first line on CPU and on the device."""
+    with pytest.raises(Exception) as cpu:
+        fn(*cpu_args)
+    with pytest.raises(Exception) as dev:
+        fn(*[a.to(DEV) if isinstance(a, torch.Tensor) else a for a in cpu_args])
+    assert type(dev.value) is type(cpu.value), (dev.value, cpu.value)
+    assert first_line(dev.value) == first_line(cpu.value)
+    assert (torch.ones(2, device=DEV) * 3).sum().item() == 6  # the device keeps working
+
+
+# --- The fallback keeps layouts -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["det", "slogdet", "logdet"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_det_family_gradient_of_a_strided_input(name, dtype):
+    fn = {"det": torch.linalg.det, "slogdet": lambda a: torch.linalg.slogdet(a)[1], "logdet": torch.logdet}[name]
+    g = torch.Generator().manual_seed(0)
+    base = torch.randn(5, 10, generator=g, dtype=dtype) + 4 * torch.eye(5, 10, dtype=dtype)
+    grads = []
+    for device in ("cpu", DEV):
+        b = base.to(device, copy=True).requires_grad_()
+        fn(b[:, ::2]).backward()  # the strided view reaches the CPU kernel with its strides
+        grads.append(b.grad.cpu())
+    tol = 1e-4 if dtype == torch.float32 else 1e-10
+    torch.testing.assert_close(grads[1], grads[0], rtol=tol, atol=tol)
+
+
+def test_fallback_results_have_the_cpus_strides():
+    x = torch.randn(4, 6)
+    for fn in (lambda t: torch.hypot(t.t(), t.t()), lambda t: torch.linalg.inv(t[:, :4] @ t[:, :4].t() + 4 * torch.eye(4, device=t.device)).t(),
+               lambda t: torch.linalg.qr(t)[0], lambda t: torch.lgamma(t[:, ::2].abs() + 1)):
+        want, got = fn(x), fn(x.to(DEV))
+        assert got.device.type == DEV and got.stride() == want.stride(), (got.stride(), want.stride())
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_fallback_sees_aliasing_and_overlap_as_cpu_does():
+    # Writing to an expanded tensor: CPU refuses (more than one element refers to one location).
+    same_error(lambda t: t.expand(3, 4).lgamma_(), torch.rand(4) + 1)
+    # Two views of one storage stay one storage: an in-place op through one is seen by the other.
+    x = torch.rand(8) + 1
+    for t in (x.clone(), x.clone().to(DEV)):
+        torch.lgamma(t[:4], out=t[4:])
+    d = x.clone().to(DEV)
+    c = x.clone()
+    torch.lgamma(c[:4], out=c[4:])
+    torch.lgamma(d[:4], out=d[4:])
+    torch.testing.assert_close(d.cpu(), c)
+
+
+def test_fallback_views_at_offsets_and_past_the_end():
+    base = torch.randn(30)
+    for view in (lambda t: t[5:17].view(3, 4).t(), lambda t: t[30:].view(0, 2), lambda t: t[29:].expand(3, 1)):
+        want = torch.lgamma(view(base).abs() + 1)
+        got = torch.lgamma(view(base.to(DEV)).abs() + 1)
+        torch.testing.assert_close(got.cpu(), want)
+
+
+# --- Empty tensors ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reduce", [torch.sum, torch.mean, torch.prod, torch.linalg.vector_norm, torch.amax,
+                                    torch.logsumexp])
+def test_reductions_of_an_empty_view_at_the_end_of_its_storage(reduce):
+    def fn(t):
+        empty = t.split_with_sizes([1, 4, 0])[2]
+        return reduce(empty) if reduce not in (torch.amax, torch.logsumexp) else reduce(empty, dim=0)
+
+    x = torch.zeros(5, 5, 5)
+    try:
+        want = fn(x)
+    except Exception:  # noqa: BLE001 - amax of an empty dim: the error must match
+        same_error(fn, x)
+        return
+    got = fn(x.to(DEV))
+    torch.testing.assert_close(got.cpu(), want, equal_nan=True)
+
+
+def test_backward_of_empty_batches_and_empty_splits():
+    def run(device):
+        g = torch.Generator().manual_seed(0)
+        w = torch.randn(4, 3, generator=g).to(device).requires_grad_()
+        wb = torch.randn(4, 3, 2, generator=g).to(device).requires_grad_()
+        x = torch.randn(5, 3, generator=g).to(device).requires_grad_()
+        x0, y0 = torch.randn(0, 3).to(device), torch.randn(0, 2).to(device)
+        a, b, c = x.split_with_sizes([1, 4, 0])
+        loss = F.linear(x0, w).sum() + F.bilinear(x0, y0, wb).sum() + a.sum() + (b * 2).sum() + c.sum()
+        loss.backward()
+        return [t.grad.cpu() for t in (w, wb, x)]
+
+    for got, want in zip(run(DEV), run("cpu")):
+        torch.testing.assert_close(got, want)
+
+
+def test_empty_views_everywhere_on_the_launch_path():
+    x = torch.arange(24.0).view(4, 6)
+    d = x.to(DEV)
+    for fn in (lambda t: t[4:] + 1, lambda t: t[:, 6:].exp(), lambda t: t[4:].cumsum(0), lambda t: t[4:].t().contiguous(),
+               lambda t: t[4:].softmax(-1), lambda t: t[:, 6:] @ t[:, 6:].t(), lambda t: torch.cat([t[4:], t[4:]]),
+               lambda t: t[4:].sort(-1)[0], lambda t: t.view(-1)[24:].index_select(0, torch.zeros(0, dtype=torch.long,
+                                                                                                 device=t.device))):
+        torch.testing.assert_close(fn(d).cpu(), fn(x))
+
+
+# --- Bad inputs ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("p", [1.5, -0.5, float("nan")])
+def test_bernoulli_probability_out_of_range(p):
+    same_error(torch.bernoulli, torch.tensor([p, 0.5]))
+    same_error(lambda t: torch.empty(2, device=t.device).bernoulli_(t), torch.tensor([p, 0.5]))
+    same_error(lambda t: t.bernoulli_(p), torch.zeros(3))
+
+
+@pytest.mark.parametrize("conv,x,w", [(F.conv1d, (1, 1, 5), (1, 1, 2)), (F.conv2d, (1, 1, 5, 5), (1, 1, 2, 2)),
+                                      (F.conv_transpose2d, (1, 1, 5, 5), (1, 1, 2, 2))])
+@pytest.mark.parametrize("bad", [dict(dilation=0), dict(dilation=-1), dict(stride=0), dict(padding=-1)])
+def test_convolution_with_a_bad_argument_raises(conv, x, w, bad):
+    with pytest.raises(RuntimeError) as cpu:
+        conv(torch.randn(x), torch.randn(w), **bad)
+    with pytest.raises(RuntimeError) as dev:
+        conv(torch.randn(x, device=DEV), torch.randn(w, device=DEV), **bad)
+    key = next(iter(bad))
+    assert key in str(dev.value), (str(dev.value), str(cpu.value))
+
+
+@pytest.mark.parametrize("conv,x,w", [(F.conv1d, (1, 1, 3), (1, 1, 0)), (F.conv2d, (1, 1, 3, 3), (1, 1, 0, 2)),
+                                      (F.conv2d, (1, 1, 3, 3), (1, 1, 2, 0)),
+                                      (F.conv_transpose1d, (1, 1, 3), (1, 1, 0)),
+                                      (F.conv_transpose2d, (1, 1, 3, 3), (1, 1, 0, 1))])
+def test_convolution_with_an_empty_kernel_raises(conv, x, w):
+    # Found by the fuzzer: the device returned an output larger than its input.
+    same_error(conv, torch.ones(x), torch.ones(w))
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64])
+def test_integer_remainder_fmod_and_division_edges(dtype):
+    lo = torch.iinfo(dtype).min
+    a = torch.tensor([lo, 7, -7, lo, 5], dtype=dtype)
+    b = torch.tensor([-1, -1, 2, 3, -1], dtype=dtype)
+    for fn in (torch.remainder, torch.fmod, torch.floor_divide, lambda x, y: torch.div(x, y, rounding_mode="trunc")):
+        torch.testing.assert_close(fn(a.to(DEV), b.to(DEV)).cpu(), fn(a, b))
+    zero = torch.tensor([1, 0], dtype=dtype)
+    for fn in (torch.remainder, torch.fmod, torch.floor_divide, lambda x, y: torch.div(x, y, rounding_mode="trunc"),
+               lambda x, y: x.remainder_(y)):
+        same_error(fn, a[:2].clone(), zero)  # CPU: ZeroDivisionError
+    unsigned = torch.tensor([200, 3], dtype=torch.uint8)
+    torch.testing.assert_close(torch.remainder(unsigned.to(DEV), 255).cpu(), torch.remainder(unsigned, 255))
+
+
+@pytest.mark.parametrize("fn", [torch.bitwise_and, torch.bitwise_or, torch.bitwise_xor, lambda x, y: torch.bitwise_not(x),
+                                lambda x, y: x << y])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_integer_only_operators_refuse_floats(fn, dtype):
+    # Their float expression is absent: that once reached the code generator as a null pointer (a crash).
+    x = torch.ones(3, dtype=dtype)
+    with pytest.raises(RuntimeError):  # NotImplementedError is one, as on CPU
+        fn(x, x)
+    with pytest.raises(RuntimeError):
+        fn(x.to(DEV), x.to(DEV))
+    with pytest.raises(RuntimeError):
+        fn(x[:0].to(DEV), x[:0].to(DEV))  # empty, as on CPU
+    assert (torch.ones(2, device=DEV) * 3).sum().item() == 6
+
+
+def test_abs_of_bool_is_not_implemented():
+    for device in ("cpu", DEV):
+        with pytest.raises(NotImplementedError):
+            torch.abs(torch.tensor([True, False], device=device))
+
+
+@pytest.mark.parametrize("fn", [torch.floor_divide, torch.remainder, torch.fmod,
+                                lambda x, y: torch.div(x, y, rounding_mode="trunc")])
+@pytest.mark.parametrize("sizes", [(), (3,), (0,)])
+def test_integer_division_of_bool_is_not_implemented(fn, sizes):
+    # A 0-dim, a 1-d and an empty pair: CPU refuses bool in each (found by the fuzzer: a value came back).
+    x = torch.ones(sizes, dtype=torch.bool)
+    with pytest.raises(NotImplementedError):
+        fn(x, x)
+    with pytest.raises(NotImplementedError):
+        fn(x.to(DEV), x.to(DEV))
+    assert (torch.ones(2, device=DEV) * 3).sum().item() == 6
+
+
+@pytest.mark.parametrize("fn", [torch.floor, torch.ceil, torch.round, torch.trunc])
+def test_rounding_of_bool_is_not_implemented_and_of_integers_is_identity(fn):
+    for sizes in [(), (3,), (0,)]:  # found by the fuzzer: bool came back unchanged
+        for device in ("cpu", DEV):
+            with pytest.raises(NotImplementedError):
+                fn(torch.ones(sizes, dtype=torch.bool, device=device))
+    x = torch.tensor([-3, 0, 7], dtype=torch.int32)
+    assert torch.equal(fn(x.to(DEV)).cpu(), fn(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_batch_norm_of_a_reduced_input_with_float_statistics(dtype):
+    # CPU's mixed form: its running statistics must be updated (the fuzzer found them left as they were,
+    # an expanded input among its cases), and the gradients match.
+    g = torch.Generator().manual_seed(0)
+    x0, w0, b0 = torch.randn(4, 3, 5, generator=g).to(dtype), torch.rand(3, generator=g), torch.rand(3, generator=g)
+    results = []
+    for device in ("cpu", DEV):
+        x, w, b = (t.to(device, copy=True).requires_grad_() for t in (x0, w0, b0))
+        mean, var = torch.zeros(3, device=device), torch.ones(3, device=device)
+        y = F.batch_norm(x, mean, var, w, b, training=True, momentum=0.5)
+        y.float().pow(2).sum().backward()
+        evaluated = F.batch_norm(x, mean, var, w, b, training=False)
+        results.append([t.detach().cpu() for t in (y, mean, var, x.grad, w.grad, b.grad, evaluated)])
+    for cpu, dev in zip(*results):
+        assert dev.dtype == cpu.dtype
+        tol = 1e-4 if cpu.dtype == torch.float32 else 2e-2  # statistics and parameter gradients are float
+        torch.testing.assert_close(dev, cpu, rtol=tol, atol=tol)
+    same_error(lambda x, m: F.batch_norm(x, m, m.clone(), training=True), torch.randn(2, 3),
+               torch.zeros(3, dtype=torch.float64))  # other mixes: CPU's error
+
+
+def test_index_select_of_an_empty_dimension():
+    same_error(lambda w, i: F.embedding(i, w), torch.zeros(0, 3), torch.tensor(0))
+    same_error(lambda w, i: torch.index_select(w, 0, i), torch.zeros(0, 3), torch.tensor([0]))
+    same_error(lambda w, i: torch.index_select(w, 0, i), torch.zeros(0), torch.tensor(0))  # 1-d: IndexError
+    # 2-d and more: CPU raises RuntimeError for an empty self or along dim 1, IndexError otherwise (the fuzzer
+    # found the device giving IndexError for all).
+    for sizes, dim in [((0, 1), 1), ((2, 1), -1), ((2, 0), 0), ((3, 2), 1), ((3, 2), 0), ((3, 2, 2), 2)]:
+        for index in (torch.tensor(-2), torch.tensor([5])):
+            same_error(lambda w, i: torch.index_select(w, dim, i), torch.zeros(sizes), index)
+
+
+def test_batch_norm_of_a_1d_input():
+    same_error(lambda x: F.batch_norm(x, torch.zeros(1, device=x.device), torch.ones(1, device=x.device)),
+               torch.randn(1))
+
+
+# --- Settings that must not lie -----------------------------------------------------------------
+
+
+def _child(code, **env):
+    full = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_OPENCL_")}
+    full.update(env)
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full, capture_output=True, text=True,
+                          timeout=180, cwd=HERE)
+    return proc
+
+
+def test_a_bad_fallback_mode_is_an_error_every_time():
+    proc = _child("""
+        import torch, torch_opencl
+        x = torch.rand(3, device="opencl")
+        for attempt in range(3):
+            try:
+                torch.lgamma(x)
+                print("ran")
+            except RuntimeError as e:
+                print("error:", str(e).splitlines()[0])
+        torch.opencl.set_fallback_mode("silent")  # a valid mode set at run time replaces it
+        print("now", float(torch.lgamma(x).sum().cpu()) > -100)
+        """, TORCH_OPENCL_FALLBACK="eror")
+    lines = proc.stdout.splitlines()
+    assert lines[:3] == ["error: TORCH_OPENCL_FALLBACK='eror' is not a fallback mode; use one of: warn, silent, "
+                         "error."] * 3, (proc.stdout, proc.stderr)
+    assert lines[3] == "now True"
+
+
+def test_is_available_says_false_and_warns_once_when_no_driver_exists():
+    proc = _child("""
+        import warnings, torch, torch_opencl
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            print(torch.opencl.is_available(), torch.opencl.is_available())
+        print(len([w for w in caught if "is_available" in str(w.message)]))
+        print([str(w.message) for w in caught])
+        try:
+            torch.opencl.device_count()
+        except RuntimeError as e:
+            print("device_count raises")
+        """, OCL_ICD_VENDORS="/nonexistent/torch_opencl_test_vendors", OCL_ICD_FILENAMES="",
+                  TORCH_OPENCL_PLATFORM="pocl")
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "False False" and lines[1] == "1", (proc.stdout, proc.stderr)
+    assert "no OpenCL ICD is installed" in lines[2], lines[2]
+    assert lines[3] == "device_count raises"
