@@ -31,6 +31,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_training import TinyTransformer  # noqa: E402
+
 
 # ---------------------------------------------------------------- workloads
 def mlp():
@@ -63,39 +66,11 @@ def cnn():
     return model, data, lambda m, x, y: F.cross_entropy(m(x), y)
 
 
-class GPTBlock(nn.Module):
-    def __init__(self, width, heads):
-        super().__init__()
-        self.heads = heads
-        self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
-        self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
-        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
-
-    def forward(self, x):
-        b, t, c = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
-        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
-        return x + self.mlp(self.ln2(x))
-
-
-class GPT(nn.Module):
-    def __init__(self, vocab=512, seq=256, width=384, heads=6, layers=6):
-        super().__init__()
-        self.tok, self.pos = nn.Embedding(vocab, width), nn.Embedding(seq, width)
-        self.blocks = nn.Sequential(*[GPTBlock(width, heads) for _ in range(layers)])
-        self.ln, self.head = nn.LayerNorm(width), nn.Linear(width, vocab)
-
-    def forward(self, idx):
-        pos = torch.arange(idx.shape[1], device=idx.device)
-        return self.head(self.ln(self.blocks(self.tok(idx) + self.pos(pos))))
-
-
 def gpt():
     tokens = torch.randint(0, 512, (32, 257))
     data = (tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous())
-    return GPT(), data, lambda m, x, y: F.cross_entropy(m(x).reshape(-1, 512), y.reshape(-1))
+    model = TinyTransformer(vocab=512, seq=256, width=384, heads=6, layers=6)  # bench_training's, GPT-sized
+    return model, data, lambda m, x, y: F.cross_entropy(m(x).reshape(-1, 512), y.reshape(-1))
 
 
 TRAINING = {"MLP": mlp, "CNN": cnn, "GPT": gpt}

@@ -92,19 +92,23 @@ def _measure_shapes(torch, shapes, reps):
         da, db = a.to("opencl"), b.to("opencl")
         c = torch.mm(da, db)
         worst = max(worst, ((c.cpu().double() - ref).abs().max() / ref.abs().max()).item())
-        times = []
-        for _ in range(reps):
-            torch.opencl.synchronize()
-            t = time.perf_counter()
-            torch.mm(da, db)
-            torch.opencl.synchronize()
-            times.append(time.perf_counter() - t)
-        times.sort()
-        total += times[len(times) // 2]
+        total += _median_mm_seconds(torch, da, db, reps)
     return total, worst
 
 
 # --- worker: runs in its own process, one JSON request per line on stdin.
+
+def _median_mm_seconds(torch, da, db, reps):
+    times = []
+    for _ in range(reps):
+        torch.opencl.synchronize()
+        t = time.perf_counter()
+        torch.mm(da, db)
+        torch.opencl.synchronize()
+        times.append(time.perf_counter() - t)
+    times.sort()
+    return times[len(times) // 2]
+
 
 def _measure(torch, n, dtype, reps):
     g = torch.Generator().manual_seed(0)
@@ -114,15 +118,7 @@ def _measure(torch, n, dtype, reps):
     da, db = a.to("opencl"), b.to("opencl")
     c = torch.mm(da, db)  # compiles
     err = ((c.cpu().double() - ref).abs().max() / ref.abs().max()).item()
-    times = []
-    for _ in range(reps):
-        torch.opencl.synchronize()
-        t = time.perf_counter()
-        torch.mm(da, db)
-        torch.opencl.synchronize()
-        times.append(time.perf_counter() - t)
-    times.sort()
-    return 2 * n ** 3 / times[len(times) // 2] / 1e9, err
+    return 2 * n ** 3 / _median_mm_seconds(torch, da, db, reps) / 1e9, err
 
 
 def worker():
