@@ -24,10 +24,12 @@ __kernel void scale(__global float* x, float a) {{ x[get_global_id(0)] *= a; }}
 """
 
 CHILD = r"""
-import json, sys, time
+import json, os, sys, time
 import torch, torch_opencl
 from torch_opencl import _C
 source = sys.argv[1]
+# Our disk cache on every driver (on PoCL it is off by default: PoCL's own cache does its work).
+_C._force_binaries_on_disk(int(os.environ.get("TOCL_TEST_BINARIES", "1")))
 t0 = time.perf_counter()
 _C._build_program(0, source, "")
 first = time.perf_counter() - t0
@@ -107,6 +109,16 @@ def test_disk_cache_disabled_writes_nothing(tmp_path):
     result = run_child(cache_dir, TORCH_OPENCL_CACHE="0")
     assert result["stats"]["source_builds"] == 1
     assert not cache_dir.exists()
+
+
+def test_pocl_keeps_no_binaries_of_ours(tmp_path):
+    # Reading a program's binary makes PoCL compile all its kernels once more (a cold first epoch's compile
+    # work doubled); PoCL's own disk cache keeps programs and kernels instead.
+    cache_dir = tmp_path / "cache"
+    result = run_child(cache_dir, TOCL_TEST_BINARIES="-1")
+    assert result["stats"]["source_builds"] == 1
+    pocl = "Portable Computing Language" in torch.opencl.get_device_properties().platform
+    assert len(entries(cache_dir)) == (0 if pocl else 1)
 
 
 def test_options_and_source_are_part_of_the_key(tmp_path):
