@@ -88,12 +88,18 @@ def test_warmup_compiles_the_hot_set_with_a_progress_bar():
     assert torch.opencl.get_device_name() in summary
 
 
+def test_warmup_names_its_workloads():
+    proc = run(None, "-m", "torch_opencl", "warmup", "--only", "digits,resnet")
+    assert proc.returncode == 2
+    assert "no workload named 'resnet'; the workloads are digits, transformer" in proc.stderr, proc.stderr
+
+
 def test_warmup_in_process_reports_each_workload():
     from torch_opencl import warmup
 
     summary = warmup.warmup("opencl", jobs=1, progress=False)
     assert summary["jobs"] == 1  # this process has used the device: never forked
-    assert [w["name"] for w in summary["workloads"]] == [name for name, _ in warmup.WORKLOADS]
+    assert [w["name"] for w in summary["workloads"]] == [name for _, name, _ in warmup.WORKLOADS]
     # The programs are in this process's memory now: running a workload again compiles nothing.
     again = warmup._run(0, "opencl:0")
     assert again["compiled"] == 0 and again["loaded"] == 0

@@ -27,7 +27,7 @@ from torch_opencl import _C, warmup
 
 _C._record_program_sources(True)
 torch.opencl.set_fallback_mode("silent")
-for index in range(len(warmup.WORKLOADS)):
+for index in warmup.select():
     warmup._run(index, "opencl:0")
 
 dev = "opencl"

@@ -133,6 +133,36 @@ def test_options_and_source_are_part_of_the_key(tmp_path):
     assert after["memory_hits"] - before["memory_hits"] == 1
 
 
+def test_threads_build_different_programs_at_once_and_one_program_once():
+    import threading
+
+    from torch_opencl import _C
+
+    nonce = uuid.uuid4().hex
+    shared = f"// shared {nonce}\n__kernel void k(__global float* x) {{ x[0] = 1.0f; }}\n"
+    own = [f"// own {nonce} {i}\n__kernel void k(__global float* x) {{ x[0] = {i}.0f; }}\n" for i in range(4)]
+    before = _C._program_cache_stats()
+    errors = []
+
+    def work(i):
+        try:
+            _C._build_program(0, shared, "")
+            _C._build_program(0, own[i], "")
+        except Exception as exc:  # noqa: BLE001 (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    after = _C._program_cache_stats()
+    built = after["source_builds"] + after["disk_loads"] - before["source_builds"] - before["disk_loads"]
+    assert built == 5  # the shared program once, each thread's own once
+    assert after["memory_hits"] - before["memory_hits"] == 3
+
+
 def test_compile_error_carries_the_build_log():
     from torch_opencl import _C
 

@@ -4,9 +4,10 @@ On a fresh machine each kernel compiles on its first use: tens of seconds in all
 which a first training epoch sits at its first batch. This runs a few small training steps (the
 digits CNN of examples/train_digits.py, an MLP, a CNN with batch norm, a transformer block; SGD,
 Adam, AdamW; evaluation), so their programs land in the disk caches and a training run afterwards
-starts at full speed. A model with other operators still compiles those on first use.
+starts at full speed. A model with other operators still compiles those on first use; ``--only``
+picks the workloads closest to what you train (the fewer, the sooner done).
 
-    python -m torch_opencl warmup [--jobs N] [--device opencl:0]
+    python -m torch_opencl warmup [--only digits,transformer,...] [--jobs N] [--device opencl:0]
 
 The workloads run in ``--jobs`` processes at once (default: the CPU count, at most 4): processes
 compile in parallel on every driver (PoCL compiles one program at a time per process). With
@@ -131,19 +132,31 @@ def _transformer(device):
            lambda out, y: F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1)), clip=1.0)
 
 
-# Slowest first, so that parallel workers finish together.
+# (key for --only, what it trains, the workload); slowest first, so that parallel workers finish together.
 WORKLOADS = [
-    ("digits CNN, Adam (examples/train_digits.py)", _digits_cnn),
-    ("transformer block, AdamW", _transformer),
-    ("CNN with batch norm, SGD", _cnn_batchnorm),
-    ("MLP, AdamW, dropout, clip_grad_norm_", _mlp_adamw),
-    ("MLP, SGD with momentum, MSE", _mlp_sgd),
+    ("digits", "digits CNN, Adam (examples/train_digits.py)", _digits_cnn),
+    ("transformer", "transformer block, AdamW", _transformer),
+    ("batchnorm", "CNN with batch norm, SGD", _cnn_batchnorm),
+    ("mlp-adamw", "MLP, AdamW, dropout, clip_grad_norm_", _mlp_adamw),
+    ("mlp-sgd", "MLP, SGD with momentum, MSE", _mlp_sgd),
 ]
+
+
+def select(only=None):
+    """Indices of the workloads whose keys are in `only` (a list of keys; None: all)."""
+    if not only:
+        return list(range(len(WORKLOADS)))
+    keys = [key for key, _, _ in WORKLOADS]
+    unknown = [name for name in only if name not in keys]
+    if unknown:
+        raise ValueError(f"warmup: no workload named {', '.join(map(repr, unknown))}; the workloads are "
+                         f"{', '.join(keys)}")
+    return [keys.index(name) for name in only]
 
 
 def _run(index, device):
     """Runs one workload; returns what it compiled. In a worker process or in this one."""
-    name, workload = WORKLOADS[index]
+    _, name, workload = WORKLOADS[index]
     before = _C._program_cache_stats()
     mode = torch.opencl.fallback_mode()
     torch.opencl.set_fallback_mode("silent")  # an operator on the CPU fallback compiles nothing: not our concern here
@@ -196,26 +209,28 @@ class _Progress:
             self.bar.close()
 
 
-def warmup(device="opencl", jobs=None, progress=True):
+def warmup(device="opencl", jobs=None, progress=True, only=None):
     """Compiles the kernels of the training workloads above on `device`; returns a summary dict.
 
     jobs: processes to spread the workloads over (default: the CPU count, at most 4); 1 runs them here.
     A process that has already used the device runs them here too (a fork could not use it).
+    only: keys of the workloads to run (default: all), e.g. ["digits"].
     """
+    chosen = select(only)
     device = str(torch.device(device) if torch.device(device).index is not None else torch.device(device, 0))
     if jobs is None:
         jobs = min(os.cpu_count() or 1, 4)
-    jobs = max(1, min(jobs, len(WORKLOADS)))
+    jobs = max(1, min(jobs, len(chosen)))
     if _C._is_initialized():
         jobs = 1  # a fork of this process could not use the device
     start = time.perf_counter()
-    bar = _Progress(len(WORKLOADS), progress)
+    bar = _Progress(len(chosen), progress)
     results = []
     try:
         if jobs == 1:
             _C._set_compile_notice(False)
             try:
-                for index in range(len(WORKLOADS)):
+                for index in chosen:
                     results.append(_run(index, device))
                     bar.done(results[-1])
             finally:
@@ -224,7 +239,7 @@ def warmup(device="opencl", jobs=None, progress=True):
             # Forked before this process touches OpenCL, so each worker opens the device itself.
             context = multiprocessing.get_context("fork")
             with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_init) as pool:
-                futures = [pool.submit(_run, index, device) for index in range(len(WORKLOADS))]
+                futures = [pool.submit(_run, index, device) for index in chosen]
                 for future in as_completed(futures):
                     results.append(future.result())
                     bar.done(results[-1])
@@ -247,11 +262,19 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="opencl", help='device to compile for (default: "opencl", i.e. opencl:0)')
     parser.add_argument("--jobs", type=int, default=None, help="processes at once (default: CPU count, at most 4)")
+    parser.add_argument("--only", default=None,
+                        help="comma-separated workloads to run (default: all): "
+                             + ", ".join(key for key, _, _ in WORKLOADS))
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
+    only = args.only.split(",") if args.only else None
+    try:
+        select(only)
+    except ValueError as exc:
+        parser.error(str(exc))
     # No device query here: the workers are forked before this process touches OpenCL.
     try:
-        summary = warmup(args.device, jobs=args.jobs, progress=not args.quiet)
+        summary = warmup(args.device, jobs=args.jobs, progress=not args.quiet, only=only)
     except RuntimeError as exc:
         print(f"warmup failed: {exc}\n(python -m torch_opencl reports the OpenCL set-up)", file=sys.stderr)
         return 1
