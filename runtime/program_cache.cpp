@@ -218,9 +218,9 @@ bool binaries_worth_keeping(const DeviceInfo& info, int forced) {
   return forced >= 0 ? forced == 1 : !is_pocl(info);
 }
 
+// "" when nothing is kept between runs.
 std::string cache_location(const DeviceInfo& info) {
-  const std::string dir = cache_dir();
-  if (!is_pocl(info)) return dir.empty() ? "nowhere: TORCH_OPENCL_CACHE=0" : dir;
+  if (!is_pocl(info)) return cache_dir();
   const char* pocl_dir = std::getenv("POCL_CACHE_DIR");
   return std::string(pocl_dir && *pocl_dir ? pocl_dir : "~/.cache/pocl/kcache") + " (PoCL's own cache)";
 }
@@ -230,10 +230,13 @@ std::string cache_location(const DeviceInfo& info) {
 void notice_compiling(Cache& c, const DeviceInfo& info) {
   if (c.noticed || !c.notice_enabled || c.compile_seconds < 1.0) return;
   c.noticed = true;
+  const std::string location = cache_location(info);
+  const std::string kept = location.empty() ? "not kept after this run: TORCH_OPENCL_CACHE=0"
+                                            : "cached in " + location + " after this run";
   std::fprintf(stderr,
-               "torch_opencl: compiling OpenCL kernels for %s on first use (cached in %s after this run; "
-               "`python -m torch_opencl warmup` compiles the common ones ahead of time)\n",
-               info.name.c_str(), cache_location(info).c_str());
+               "torch_opencl: compiling OpenCL kernels for %s on first use (%s; `python -m torch_opencl warmup` "
+               "compiles the common ones ahead of time)\n",
+               info.name.c_str(), kept.c_str());
 }
 
 }  // namespace

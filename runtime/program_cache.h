@@ -50,7 +50,7 @@ std::vector<std::pair<std::string, std::string>> recorded_sources();
 std::pair<bool, std::string> compile_log(int device, const std::string& source, const std::string& options = "");
 
 // Where compiled programs of `device` are kept between runs: cache_dir(), or the driver's own cache
-// where ours is not used (PoCL); for messages.
+// where ours is not used (PoCL), "" for nowhere; for messages.
 std::string cache_location(int device);
 
 // Whether the one "compiling OpenCL kernels ..." line may be printed (warmup shows its own progress).

@@ -67,7 +67,7 @@ def test_the_first_second_of_compiling_says_why_once():
     lines = [line for line in proc.stderr.splitlines() if "compiling OpenCL kernels" in line]
     assert len(lines) == 1, proc.stderr
     location = proc.stdout.split("location ", 1)[1].strip()
-    assert torch.opencl.get_device_name() in lines[0] and f"cached in {location} after this run" in lines[0]
+    assert torch.opencl.get_device_name() in lines[0] and f"(cached in {location} after this run;" in lines[0]
     assert "python -m torch_opencl warmup" in lines[0]
 
 

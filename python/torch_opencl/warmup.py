@@ -280,5 +280,5 @@ def main(argv=None):
         return 1
     print(f"warmup: {summary['compiled']} programs compiled ({summary['loaded']} already cached) for "
           f"{summary['device_name']} in {summary['seconds']:.1f} s with {summary['jobs']} process(es); "
-          f"kept in {summary['cache']}")
+          + (f"kept in {summary['cache']}" if summary["cache"] else "not kept: TORCH_OPENCL_CACHE=0"))
     return 0
