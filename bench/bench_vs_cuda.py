@@ -12,11 +12,12 @@ no CUDA it measures opencl alone.
           BatchNorm, ReLU, strided 1x1 shortcuts), global average pool, linear; 32x32 inputs, batch 128
     GPT   d=384, 6 layers, 6 heads, seq 256, batch 32, vocab 512, causal SDPA, LayerNorm, GELU
 
-    python bench/bench_vs_cuda.py [--only training|ops] [--steps 10] [--profile] [--json FILE]
+    python bench/bench_vs_cuda.py [--only training|ops] [--steps 10] [--profile] [--json FILE] [--fp32-cuda]
 
 --profile also prints, per device, the operators of each training step by device time.
 cuda runs with torch's defaults (cuDNN may use TF32 for convolutions; matmul stays FP32); the
-header prints the settings.
+header prints the settings. --fp32-cuda adds a cuda run with TF32 off everywhere (the arithmetic
+opencl does: NVIDIA's OpenCL has no tensor-core path) and its ratio column.
 """
 import argparse
 import json
@@ -255,6 +256,9 @@ def child(args):
     else:
         name = torch.cuda.get_device_name()
     result = {"device": device, "name": name, "torch": torch.__version__}
+    if device == "cuda" and args.fp32:
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     if device == "cuda":
         result["settings"] = (f"cudnn.allow_tf32={torch.backends.cudnn.allow_tf32}, "
                               f"matmul.allow_tf32={torch.backends.cuda.matmul.allow_tf32}")
@@ -268,11 +272,13 @@ def child(args):
     json.dump(result, sys.stdout)
 
 
-def run_child(device, args):
+def run_child(device, args, fp32=False):
     env = dict(os.environ)
     if device == "cuda":
         env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
     cmd = [sys.executable, __file__, "--child", device, "--steps", str(args.steps), "--warmup", str(args.warmup)]
+    if fp32:
+        cmd += ["--fp32"]
     if args.only:
         cmd += ["--only", args.only]
     if args.profile:
@@ -291,6 +297,8 @@ def main():
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--json", help="also write both processes' results here")
+    parser.add_argument("--fp32-cuda", action="store_true", help="also run cuda with TF32 off")
+    parser.add_argument("--fp32", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -299,6 +307,7 @@ def main():
     has_cuda = torch.cuda.is_available()
     ocl = run_child("opencl", args)
     ref = run_child("cuda", args) if has_cuda else None
+    ref32 = run_child("cuda", args, fp32=True) if has_cuda and args.fp32_cuda else None
     print(f"opencl: {ocl['name']} | torch {ocl['torch']}")
     if ref:
         print(f"cuda:   {ref['name']} | torch {ref['torch']} | {ref['settings']}")
@@ -306,20 +315,28 @@ def main():
         print("cuda:   not available in this torch; opencl alone")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"opencl": ocl, "cuda": ref}, f, indent=1)
+            json.dump({"opencl": ocl, "cuda": ref, "cuda_fp32": ref32}, f, indent=1)
+
+    fp32_head = f"{'cuda fp32':>11}{'ratio':>8}" if ref32 else ""
+
+    def fp32_cols(section, key, o, unit="us"):
+        if not ref32:
+            return ""
+        c = ref32[section][key]["ms"] if section == "training" else ref32[section][key][0]
+        return f"{c:>11.2f}{(o / c if unit in ('us', 'ms') else c / o):>8.2f}"
 
     if "training" in ocl:
-        print(f"\n{'training step (AdamW)':<44}{'opencl ms':>11}{'cuda ms':>10}{'opencl/cuda':>13}")
+        print(f"\n{'training step (AdamW)':<44}{'opencl ms':>11}{'cuda ms':>10}{'opencl/cuda':>13}{fp32_head}")
         for k in TRAINING:
             o = ocl["training"][k]["ms"]
             c = ref["training"][k]["ms"] if ref else float("nan")
-            print(f"{k:<44}{o:>11.2f}{c:>10.2f}{o / c:>13.2f}")
+            print(f"{k:<44}{o:>11.2f}{c:>10.2f}{o / c:>13.2f}{fp32_cols('training', k, o, 'ms')}")
     if "ops" in ocl:
-        print(f"\n{'operator':<44}{'opencl':>11}{'cuda':>10}{'opencl/cuda':>13}  unit")
+        print(f"\n{'operator':<44}{'opencl':>11}{'cuda':>10}{'opencl/cuda':>13}{fp32_head}  unit")
         for k, (o, unit) in ocl["ops"].items():
             c = ref["ops"][k][0] if ref else float("nan")
             ratio = o / c if unit == "us" else c / o  # time ratio either way
-            print(f"{k:<44}{o:>11.1f}{c:>10.1f}{ratio:>13.2f}  {unit}")
+            print(f"{k:<44}{o:>11.1f}{c:>10.1f}{ratio:>13.2f}{fp32_cols('ops', k, o, unit)}  {unit}")
     print(f"\nfallback on opencl: {', '.join(ocl['fallback']) or 'none'}")
     if args.profile:
         for res in (ocl, ref):

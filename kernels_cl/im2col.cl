@@ -97,3 +97,50 @@ __kernel void channels_to_rows(__global const T* in, ulong in_offset, __global T
   rows[rows_offset + e] = in[in_offset + (n * O + o) * L + l];
 }
 
+
+// --- GPU forms (runtime/kernel_forms.h: conv_batch_folded): the batch folded into the GEMM's columns.
+// col is (C * KH * KW, N * L) row-major: element (k, n * L + l). One work-item per element, the
+// fastest index along contiguous memory, 32-bit index math (the host checks that it fits).
+
+// col[k][n * L + l] = the input pixel patch position k of output position l of sample n sees (0 in padding).
+__kernel void im2col_folded(__global const T* in, ulong in_offset, __global T* col, ulong col_offset, ConvShape g,
+                            int total) {
+  const int e = get_global_id(0);
+  if (e >= total) return;
+  const int L = (int)(g.OH * g.OW), NL = total / (int)(g.C * g.KH * g.KW);
+  const int j = e % NL, k = e / NL;
+  const int n = j / L, l = j % L;
+  const int oy = l / (int)g.OW, ox = l % (int)g.OW;
+  const int kj = k % (int)g.KW, ki = (k / (int)g.KW) % (int)g.KH, c = k / (int)(g.KH * g.KW);
+  const int y = oy * (int)g.SH - (int)g.PH + ki * (int)g.DH;
+  const int x = ox * (int)g.SW - (int)g.PW + kj * (int)g.DW;
+  const bool inside = y >= 0 && y < (int)g.H && x >= 0 && x < (int)g.W;
+  col[col_offset + e] = inside ? in[in_offset + (((long)n * g.C + c) * g.H + y) * g.W + x] : (T)0;
+}
+
+// out[n][c][y][x] = the sum of the col entries that input pixel fed (a gather: no atomics).
+// total = N * C * H * W; NL = N * OH * OW.
+__kernel void col2im_folded(__global const T* col, ulong col_offset, __global T* out, ulong out_offset, ConvShape g,
+                            int NL, int total) {
+  const int e = get_global_id(0);
+  if (e >= total) return;
+  const int x = e % (int)g.W, y = (e / (int)g.W) % (int)g.H;
+  const int c = (e / (int)(g.W * g.H)) % (int)g.C, n = e / (int)(g.W * g.H * g.C);
+  const int L = (int)(g.OH * g.OW);
+  T sum = (T)0;
+  for (int ki = 0; ki < (int)g.KH; ++ki) {
+    const int yy = y + (int)g.PH - ki * (int)g.DH;
+    if (yy < 0 || yy % (int)g.SH) continue;
+    const int oy = yy / (int)g.SH;
+    if (oy >= (int)g.OH) continue;
+    for (int kj = 0; kj < (int)g.KW; ++kj) {
+      const int xx = x + (int)g.PW - kj * (int)g.DW;
+      if (xx < 0 || xx % (int)g.SW) continue;
+      const int ox = xx / (int)g.SW;
+      if (ox >= (int)g.OW) continue;
+      const int k = (c * (int)g.KH + ki) * (int)g.KW + kj;
+      sum += col[col_offset + (long)k * NL + n * L + oy * (int)g.OW + ox];
+    }
+  }
+  out[out_offset + e] = sum;
+}

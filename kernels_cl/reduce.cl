@@ -152,6 +152,7 @@ inline ACC_T center_of(int op, __global const ACC_T* center, ulong i) {
   return (ACC_T)0;
 }
 
+#ifndef REDUCE_GPU_FORMS  // the CPU forms' kernels (the GPU forms replace them: a smaller program to build)
 // Accumulates n elements from x with stride 1 into 16 independent lanes (so the
 // compiler vectorises the loop, and each lane sums only n/16 values).
 inline ACC_T accumulate_run(int op, __global const IN_T* x, long n, ACC_T p, ACC_T mu) {
@@ -232,6 +233,8 @@ __kernel void reduce_group(__global const IN_T* in, ulong in_offset, __global OU
     partial[partial_offset + group] = acc;
 }
 
+#endif  // !REDUCE_GPU_FORMS
+
 // Second pass: group o combines partial[o * nchunks .. o * nchunks + nchunks).
 __kernel void reduce_partials(__global const ACC_T* partial, ulong partial_offset, __global OUT_T* out, ulong out_offset,
                               __global const ACC_T* center, ulong center_offset, int op, long M,
@@ -246,6 +249,7 @@ __kernel void reduce_partials(__global const ACC_T* partial, ulong partial_offse
   if (get_local_id(0) == 0) STORE_OUT(out, out_offset + output_offsets(&g, o).out, finish(op, acc, divisor, q, mu));
 }
 
+#ifndef REDUCE_GPU_FORMS
 // One work-item per output, for many outputs each reducing a contiguous run.
 __kernel void reduce_serial(__global const IN_T* in, ulong in_offset, __global OUT_T* out, ulong out_offset,
                             __global const ACC_T* center, ulong center_offset, int op, long M, long R,
@@ -322,6 +326,8 @@ __kernel void reduce_outer(__global const IN_T* in, ulong in_offset, __global OU
       partial[partial_offset + c * M + o] = acc;
   }
 }
+
+#endif  // !REDUCE_GPU_FORMS
 
 // Second pass of reduce_outer: item o combines partial[c * M + o] over the chunks.
 __kernel void reduce_outer_partials(__global const ACC_T* partial, ulong partial_offset, __global OUT_T* out,
@@ -496,3 +502,100 @@ __kernel void argreduce_serial(__global const IN_T* in, ulong in_offset, __globa
     indices[indices_offset + base.idx] = besti;
   }
 }
+
+#ifdef REDUCE_GPU_FORMS
+// ---- GPU forms (runtime/kernel_forms.h: reduce_coalesced); the host defines REDUCE_GPU_FORMS only
+// for devices that use them, so CPU-class programs stay as they were. Consecutive work-items read
+// consecutive elements (coalesced loads); long reductions are split over chunks whose partial states
+// reduce_partials / reduce_outer_partials combine. Barriers are reached by every work-item: items
+// without an output compute nothing and store nothing.
+
+// Accumulates the elements r = first, first + step, ... < end of one output, four loads in flight.
+inline ACC_T accumulate_strided(int op, __global const IN_T* src, const ReduceGeometry* g, long first, long end,
+                                long step, ACC_T p, ACC_T mu) {
+  ACC_T a0 = identity_of(op), a1 = a0, a2 = a0, a3 = a0;
+  long r = first;
+  if (g->red_ndim == 1) {
+    const long s = g->red_strides[0];
+    for (; r + 3 * step < end; r += 4 * step) {
+      a0 = combine(op, a0, map_in(op, LOAD_ACC(src, r * s), p, mu));
+      a1 = combine(op, a1, map_in(op, LOAD_ACC(src, (r + step) * s), p, mu));
+      a2 = combine(op, a2, map_in(op, LOAD_ACC(src, (r + 2 * step) * s), p, mu));
+      a3 = combine(op, a3, map_in(op, LOAD_ACC(src, (r + 3 * step) * s), p, mu));
+    }
+    for (; r < end; r += step) a0 = combine(op, a0, map_in(op, LOAD_ACC(src, r * s), p, mu));
+  } else {
+    for (; r < end; r += step) a0 = combine(op, a0, map_in(op, LOAD_ACC(src, reduced_offset(g, r)), p, mu));
+  }
+  return combine(op, combine(op, a0, a1), combine(op, a2, a3));
+}
+
+// Reduced elements along the rows (the innermost reduced dim is the contiguous one). `lanes` (a
+// power of two dividing the group) consecutive items serve one unit (output o, chunk c of R), so a
+// group holds local_size / lanes units: one long row per group, or many short rows. Lane t reads
+// elements t, t + lanes, ... of its chunk; a tree over the unit's lanes follows. Unit u is output
+// u / nchunks, chunk u % nchunks; with nchunks > 1 it writes partial[u] for reduce_partials.
+__kernel void reduce_rows(__global const IN_T* in, ulong in_offset, __global OUT_T* out, ulong out_offset,
+                          __global const ACC_T* center, ulong center_offset, __global ACC_T* partial,
+                          ulong partial_offset, int op, long M, long R, long chunk, long nchunks, ReduceGeometry g,
+                          ACC_T p, ACC_T q, ACC_T divisor, int lanes, __local ACC_T* scratch) {
+  const int lid = get_local_id(0);
+  const int lane = lid & (lanes - 1);
+  const long unit = (long)get_group_id(0) * (get_local_size(0) / lanes) + lid / lanes;
+  const int live = unit < M * nchunks;
+  const long o = live ? unit / nchunks : 0;
+  const long begin = (unit % nchunks) * chunk;
+  const long end = live ? min(R, begin + chunk) : begin;
+  const Offsets base = output_offsets(&g, o);
+  const ACC_T mu = live ? center_of(op, center, center_offset + o) : (ACC_T)0;
+  ACC_T acc = accumulate_strided(op, in + in_offset + base.in, &g, begin + lane, end, lanes, p, mu);
+  scratch[lid] = acc;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = lanes / 2; s > 0; s >>= 1) {
+    if (lane < s) scratch[lid] = combine(op, scratch[lid], scratch[lid + s]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lane != 0 || !live) return;
+  acc = scratch[lid];
+  if (nchunks == 1)
+    STORE_OUT(out, out_offset + base.out, finish(op, acc, divisor, q, mu));
+  else
+    partial[partial_offset + unit] = acc;
+}
+
+// Reduced elements across columns (a kept dim is the contiguous one: sum(dim=0) of a matrix, bias
+// gradients). A group is `cols` adjacent outputs by local_size / cols row lanes: item (h, w) reads
+// elements h, h + lanes, ... of output first + w's chunk, so consecutive items read consecutive
+// outputs; a tree over each column's row lanes follows. Groups are chunk-major; with nchunks > 1
+// output o's chunk c goes to partial[c * M + o] for reduce_outer_partials.
+__kernel void reduce_cols(__global const IN_T* in, ulong in_offset, __global OUT_T* out, ulong out_offset,
+                          __global const ACC_T* center, ulong center_offset, __global ACC_T* partial,
+                          ulong partial_offset, int op, long M, long R, long chunk, long nchunks, ReduceGeometry g,
+                          ACC_T p, ACC_T q, ACC_T divisor, int cols, __local ACC_T* scratch) {
+  const int lid = get_local_id(0);
+  const int w = lid % cols, h = lid / cols;
+  const int row_lanes = get_local_size(0) / cols;
+  const long col_groups = (M + cols - 1) / cols;
+  const long c = get_group_id(0) / col_groups;
+  const long wanted = (get_group_id(0) % col_groups) * cols + w;
+  const int live = wanted < M;
+  const long o = live ? wanted : 0;
+  const long begin = c * chunk;
+  const long end = live ? min(R, begin + chunk) : begin;
+  const Offsets base = output_offsets(&g, o);
+  const ACC_T mu = live ? center_of(op, center, center_offset + o) : (ACC_T)0;
+  ACC_T acc = accumulate_strided(op, in + in_offset + base.in, &g, begin + h, end, row_lanes, p, mu);
+  scratch[lid] = acc;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = row_lanes / 2; s > 0; s >>= 1) {
+    if (h < s) scratch[lid] = combine(op, scratch[lid], scratch[lid + s * cols]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (h != 0 || !live) return;
+  acc = scratch[lid];
+  if (nchunks == 1)
+    STORE_OUT(out, out_offset + base.out, finish(op, acc, divisor, q, mu));
+  else
+    partial[partial_offset + c * M + o] = acc;
+}
+#endif  // REDUCE_GPU_FORMS

@@ -86,3 +86,162 @@ __kernel void scan_extreme_lines(__global const IN_T* in, ulong in_offset, __glo
     dst_idx[n * idx_step] = best_i;
   }
 }
+
+#ifdef SCAN_GPU_FORMS
+// ---- GPU forms (runtime/kernel_forms.h: scan_parallel); the host defines SCAN_GPU_FORMS only for
+// devices that use them. A unit of `lanes` consecutive work-items scans one line, or one chunk of a
+// long line: tile by tile, item t holds element tile + t, a scan over the unit's lanes in local memory
+// gives the prefix within the tile and a carry passes from tile to tile. Long lines split into chunks:
+// scan_chunk_totals reduces each chunk, scan_chunk_carries turns the totals into each chunk's
+// exclusive prefix, scan_tiles starts from it. Every scan is one state type: a value (cumsum,
+// cumprod, logcumsumexp) or a value and its index (cummax, cummin: index < 0 is "no element yet").
+enum { SCAN_MAX = 3, SCAN_MIN = 4 };
+
+typedef struct {
+  ACC_T v;
+  long i;
+} ScanState;
+
+inline ScanState scan_identity(int op) {
+  ScanState s;
+  s.v = op < SCAN_MAX ? SCAN_INIT(op) : (ACC_T)0;
+  s.i = op < SCAN_MAX ? 0 : -1;
+  return s;
+}
+
+// `a` then `b` (b later in the line). cummax/cummin as scan_extreme_lines: a NaN takes over, ties
+// move to the later element; this rule is associative, so chunks and trees give the serial answer.
+inline ScanState scan_combine(int op, ScanState a, ScanState b) {
+  if (op < SCAN_MAX) {
+    a.v = SCAN_STEP(op, a.v, b.v);
+    return a;
+  }
+  const int takes = b.i >= 0 && (a.i < 0 || ACC_ISNAN(b.v) ||
+                                 (!ACC_ISNAN(a.v) && (op == SCAN_MAX ? b.v >= a.v : b.v <= a.v)));
+  return takes ? b : a;
+}
+
+// Inclusive scan of x over each unit's `lanes` items (Hillis-Steele in local memory). Every item of
+// the group calls it. On return sv/si[lid] hold the item's result.
+inline ScanState unit_scan(int op, __local ACC_T* sv, __local long* si, ScanState x, int lid, int lane, int lanes) {
+  sv[lid] = x.v;
+  si[lid] = x.i;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int off = 1; off < lanes; off <<= 1) {
+    ScanState y = x;
+    if (lane >= off) {
+      ScanState before;
+      before.v = sv[lid - off];
+      before.i = si[lid - off];
+      y = scan_combine(op, before, x);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    sv[lid] = y.v;
+    si[lid] = y.i;
+    x = y;
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  return x;
+}
+
+// The units of a group: unit u is (line u / nchunks, chunk u % nchunks). Units past the last stay
+// in the loops (same trip count: barriers) and store nothing.
+#define SCAN_UNIT                                                                       \
+  const int lid = get_local_id(0);                                                      \
+  const int lane = lid & (lanes - 1);                                                   \
+  const long unit = (long)get_group_id(0) * (get_local_size(0) / lanes) + lid / lanes; \
+  const int live = unit < M * nchunks;                                                  \
+  const long line = live ? unit / nchunks : 0;                                          \
+  const long begin = (unit % nchunks) * chunk;                                          \
+  const long end = live ? min(N, begin + chunk) : begin;                                \
+  const LineOffsets base = line_offsets(&g, line);                                      \
+  __global const IN_T* src = in + in_offset + base.in;
+
+inline ScanState scan_load(int op, __global const IN_T* src, long n, long end, long in_step) {
+  if (n >= end) return scan_identity(op);
+  ScanState s;
+  s.v = (ACC_T)LOAD_IN(src, n * in_step);
+  s.i = n;
+  return s;
+}
+
+// totals[u] = the combined state of unit u's chunk.
+__kernel void scan_chunk_totals(__global const IN_T* in, ulong in_offset, __global ACC_T* total_v, ulong tv_offset,
+                                __global long* total_i, ulong ti_offset, int op, long M, long N, long in_step,
+                                ScanGeometry g, long chunk, long nchunks, int lanes, __local ACC_T* sv,
+                                __local long* si) {
+  SCAN_UNIT
+  ScanState acc = scan_identity(op);
+  for (long n = begin + lane; n < end; n += lanes) acc = scan_combine(op, acc, scan_load(op, src, n, end, in_step));
+  sv[lid] = acc.v;
+  si[lid] = acc.i;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  // A tree over the unit's lanes; lane t's elements all precede lane t + s's within each stride, but
+  // not overall: fine for the commutative value scans; the extremes compare indices (ties: later wins).
+  for (int s = lanes / 2; s > 0; s >>= 1) {
+    if (lane < s) {
+      ScanState a, b;
+      a.v = sv[lid]; a.i = si[lid];
+      b.v = sv[lid + s]; b.i = si[lid + s];
+      const ScanState first = (op >= SCAN_MAX && b.i >= 0 && a.i > b.i) ? b : a;
+      const ScanState second = (op >= SCAN_MAX && b.i >= 0 && a.i > b.i) ? a : b;
+      const ScanState r = scan_combine(op, first, second);
+      sv[lid] = r.v;
+      si[lid] = r.i;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (live && lane == 0) {
+    total_v[tv_offset + unit] = sv[lid];
+    total_i[ti_offset + unit] = si[lid];
+  }
+}
+
+// Per line, in place: the totals of its chunks become their exclusive prefixes (a few per line).
+__kernel void scan_chunk_carries(__global ACC_T* total_v, ulong tv_offset, __global long* total_i, ulong ti_offset,
+                                 int op, long M, long nchunks) {
+  const long line = get_global_id(0);
+  if (line >= M) return;
+  ScanState run = scan_identity(op);
+  for (long c = 0; c < nchunks; ++c) {
+    const ulong at = line * nchunks + c;
+    ScanState t;
+    t.v = total_v[tv_offset + at];
+    t.i = total_i[ti_offset + at];
+    total_v[tv_offset + at] = run.v;
+    total_i[ti_offset + at] = run.i;
+    run = scan_combine(op, run, t);
+  }
+}
+
+// The scan itself; with nchunks > 1 each chunk starts from carry_v/carry_i (scan_chunk_carries).
+// idx (cummax/cummin) may be absent for the value scans.
+__kernel void scan_tiles(__global const IN_T* in, ulong in_offset, __global OUT_T* out, ulong out_offset,
+                         __global long* idx, ulong idx_offset, __global const ACC_T* carry_v, ulong cv_offset,
+                         __global const long* carry_i, ulong ci_offset, int op, long M, long N, long in_step,
+                         long out_step, long idx_step, ScanGeometry g, long chunk, long nchunks, int lanes,
+                         __local ACC_T* sv, __local long* si) {
+  SCAN_UNIT
+  __global OUT_T* dst = out + out_offset + base.out;
+  ScanState carry = scan_identity(op);
+  if (live && nchunks > 1) {
+    carry.v = carry_v[cv_offset + unit];
+    carry.i = carry_i[ci_offset + unit];
+  }
+  const int last = lid - lane + lanes - 1;
+  for (long k = 0; k < chunk; k += lanes) {
+    const long n = begin + k + lane;
+    const ScanState x = unit_scan(op, sv, si, scan_load(op, src, n, end, in_step), lid, lane, lanes);
+    const ScanState v = scan_combine(op, carry, x);
+    if (n < end) {
+      STORE_OUT(dst, n * out_step, v.v);
+      if (op >= SCAN_MAX) idx[idx_offset + base.idx + n * idx_step] = v.i;
+    }
+    ScanState tile;
+    tile.v = sv[last];
+    tile.i = si[last];
+    carry = scan_combine(op, carry, tile);
+    barrier(CLK_LOCAL_MEM_FENCE);  // everyone has read sv[last] before the next tile writes it
+  }
+}
+#endif  // SCAN_GPU_FORMS

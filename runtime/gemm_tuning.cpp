@@ -11,6 +11,7 @@
 
 #include "runtime/device.h"
 #include "runtime/error.h"
+#include "runtime/kernel_forms.h"
 #include "runtime/program_cache.h"
 
 namespace tocl {
@@ -171,6 +172,19 @@ std::string gemm_tuning_path(int device) {
 
 void override_gemm_parameters(int device, const std::string& kernel, int precision_bits,
                               const std::map<std::string, size_t>& parameters) {
+  if (kernel == kTiledGemmKernel) {
+    // Our own GPU GEMM's tiles (kernels_cl/gemm_tiled.cl), kept beside CLBlast's sets.
+    const auto get = [&](const char* name) {
+      const auto it = parameters.find(name);
+      if (it == parameters.end())
+        throw Error(std::string("tiled GEMM parameters lack ") + name +
+                    " (LARGE_RM, LARGE_RN, LARGE_BK, SMALL_RM, SMALL_RN, SMALL_BK)");
+      return static_cast<int>(it->second);
+    };
+    set_gemm_tiles(device, {get("LARGE_RM"), get("LARGE_RN"), get("LARGE_BK")},
+                   {get("SMALL_RM"), get("SMALL_RN"), get("SMALL_BK")});
+    return;
+  }
   const std::unordered_map<std::string, size_t> p(parameters.begin(), parameters.end());
   const auto status = clblast::OverrideParameters(device_info(device).id, kernel, precision_of(precision_bits), p);
   if (status != clblast::StatusCode::kSuccess)

@@ -10,7 +10,10 @@
 
 namespace tocl {
 
-// kernel name ("Xgemm", "XgemmDirect", "GemmRoutine") -> parameter -> value
+// Our tiled GPU GEMM's entry among the kernels (LARGE_RM/RN/BK, SMALL_RM/RN/BK: runtime/kernel_forms.h).
+constexpr const char* kTiledGemmKernel = "TiledGemm";
+
+// kernel name ("Xgemm", "XgemmDirect", "GemmRoutine", kTiledGemmKernel) -> parameter -> value
 using KernelParameters = std::map<std::string, std::map<std::string, size_t>>;
 
 // Applies the device's parameters once (later calls return at once). Call before any CLBlast GEMM.

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "runtime/device.h"
@@ -24,14 +25,24 @@ KernelForms choose(const DeviceInfo& d) {
     f.reason = "device type " + d.type_name();
   }
   f.simd_width = d.simd_width;
+  f.compute_units = d.compute_units ? d.compute_units : 1;
   const size_t max_group = d.max_work_group_size ? d.max_work_group_size : 64;
   if (f.gpu()) {
     f.row_group = std::min<size_t>(256, max_group);
     f.cpu_register_gemm = false;
+    f.tiled_gemm = max_group >= 256;
+    f.conv_batch_folded = true;
   } else {
     f.row_group = std::min<size_t>(64, max_group);
     f.cpu_register_gemm = true;
   }
+  // Reductions, scans, segmented sums: the GPU forms (see kernel_forms.h).
+  f.reduce_coalesced = f.gpu();
+  f.scan_parallel = f.gpu();
+  f.sorted_segment_sums = f.gpu();
+  f.reduce_group = 1;  // a power of two (the trees halve it), at most 256 and the device's limit
+  while (f.reduce_group * 2 <= std::min<size_t>(256, max_group)) f.reduce_group *= 2;
+  f.reduce_fill_groups = std::max<size_t>(64, 4 * static_cast<size_t>(d.compute_units));
   return f;
 }
 
@@ -51,14 +62,33 @@ std::optional<KernelClass> kernel_class_from_env() {
 
 const char* kernel_class_name(KernelClass c) { return c == KernelClass::gpu ? "gpu" : "cpu"; }
 
-const KernelForms& kernel_forms(int device) {
-  static std::mutex mutex;
-  static std::vector<std::unique_ptr<KernelForms>> forms;
+namespace {
+std::mutex g_forms_mutex;
+std::vector<std::unique_ptr<KernelForms>> g_forms;
+
+KernelForms& forms_of(int device) {
   const DeviceInfo& info = device_info(device);  // range-checked
-  std::lock_guard<std::mutex> lock(mutex);
-  if (forms.size() <= static_cast<size_t>(device)) forms.resize(device + 1);
-  if (!forms[device]) forms[device] = std::make_unique<KernelForms>(choose(info));
-  return *forms[device];
+  std::lock_guard<std::mutex> lock(g_forms_mutex);
+  if (g_forms.size() <= static_cast<size_t>(device)) g_forms.resize(device + 1);
+  if (!g_forms[device]) g_forms[device] = std::make_unique<KernelForms>(choose(info));
+  return *g_forms[device];
+}
+}  // namespace
+
+const KernelForms& kernel_forms(int device) { return forms_of(device); }
+
+void set_gemm_tiles(int device, KernelForms::GemmTile large, KernelForms::GemmTile small) {
+  for (const auto& t : {large, small}) {
+    const bool ok =
+        (t.rm == 1 || t.rm == 2) && (t.rn == 1 || t.rn == 2) && (t.bk == 4 || t.bk == 8 || t.bk == 16 || t.bk == 32);
+    if (!ok)
+      throw Error("tiled GEMM tile rm=" + std::to_string(t.rm) + " rn=" + std::to_string(t.rn) + " bk=" +
+                  std::to_string(t.bk) + " has no kernel form: rm and rn must be 1 or 2, bk 4, 8, 16 or 32");
+  }
+  KernelForms& f = forms_of(device);
+  std::lock_guard<std::mutex> lock(g_forms_mutex);
+  f.gemm_large = large;
+  f.gemm_small = small;
 }
 
 }  // namespace tocl

@@ -29,12 +29,47 @@ struct KernelForms {
   // TORCH_OPENCL_SMALL_GEMM_LIMIT; the GPU class uses CLBlast and the GPU GEMM forms instead.
   bool cpu_register_gemm = true;
 
+  // GEMM shaped for GPUs (kernels_cl/gemm_tiled.cl) for mm/addmm/bmm/baddbmm, one launch per batch:
+  // tiles of 64 rm x 64 rn with K stages of bk. The plan (aten/native/gemm_tiled.cpp) takes the large
+  // tile where it fills the device with work-groups, else the small one, and splits K when even the
+  // small tiles leave compute units idle.
+  struct GemmTile {
+    int rm = 1, rn = 1, bk = 16;
+  };
+  bool tiled_gemm = false;
+  // Defaults from `python -m torch_opencl.tune` on an H100 (NVIDIA OpenCL 3.0): K stages of 8 ran the
+  // large tile 1.44x faster than 16 (register pressure), the small one did not care.
+  GemmTile gemm_large{2, 2, 8};
+  GemmTile gemm_small{1, 1, 16};
+  size_t compute_units = 1;  // work-groups in flight per wave, for the plans
+
+  // Convolution's GEMMs with the batch folded into their columns, (O, K) @ (K, N * OH * OW), fed by
+  // per-element layout kernels (aten/native/convolution.cpp); the CPU form keeps the patches as rows,
+  // (N * OH * OW, K) @ (K, O), with a work-item per row.
+  bool conv_batch_folded = false;
+
+  // ---- Reductions, scans, embedding backward, index_add (aten/native/reduce.cpp, scan.cpp,
+  // segment_sum.cpp). CPU forms give each work-item a contiguous run (which PoCL vectorises); GPU
+  // forms put consecutive work-items on consecutive elements (coalesced loads) and split long
+  // reductions and scans over enough work-groups to fill every compute unit.
+  bool reduce_coalesced = false;   // reduce_rows/reduce_cols kernels (a group of lanes per output)
+  size_t reduce_group = 256;       // work-items per reduction group in the GPU forms
+  size_t reduce_fill_groups = 64;  // groups a reduction (or scan) aims for so that all compute units work
+  bool scan_parallel = false;      // a work-group per line (or chunk of one) with a local-memory scan
+  // embedding backward and index_add: stable sort of the indices, then segmented sums of each run of
+  // equal indices (deterministic, no atomics, parallel) rather than a work-item per row scanning all.
+  bool sorted_segment_sums = false;
+
   bool gpu() const { return kernel_class == KernelClass::gpu; }
 };
 
 // The forms of selected device `device`, computed once per device. Throws tocl::Error when
 // TORCH_OPENCL_KERNEL_CLASS names no class.
 const KernelForms& kernel_forms(int device);
+
+// Tuned tiles for the tiled GEMM (runtime/gemm_tuning.cpp applies the saved ones before the device's
+// first GEMM). Throws tocl::Error for a tile the kernel has no form of (rm, rn in {1, 2}, bk in {4, 8, 16, 32}).
+void set_gemm_tiles(int device, KernelForms::GemmTile large, KernelForms::GemmTile small);
 
 const char* kernel_class_name(KernelClass c);
 

@@ -71,7 +71,11 @@ void enqueue_1d(int device, int stream, cl_kernel kernel, size_t global, size_t 
 // Enqueues a 3-D launch; each global size must be a multiple of its local size.
 void enqueue_3d(int device, int stream, cl_kernel kernel, const size_t global[3], const size_t local[3]);
 
-// Number of kernels enqueue_1d has launched in this process (a debug counter for tests).
+// Enqueues a launch of 1 to 3 dimensions. `local` may be nullptr (the driver chooses the group);
+// otherwise each global size must be a multiple of its local size.
+void enqueue_nd(int device, int stream, cl_kernel kernel, cl_uint dims, const size_t* global, const size_t* local);
+
+// Number of kernels the enqueue_* functions have launched in this process (a debug counter for tests).
 uint64_t launch_count();
 
 }  // namespace tocl

@@ -45,6 +45,8 @@ stamp=.venv/.torch_opencl_installed
 if [ ! -f "$stamp" ] || [ -n "$(find CMakeLists.txt pyproject.toml runtime aten fallback kernels_cl python cmake -newer "$stamp" -type f 2>/dev/null | head -1)" ] \
    || ! $PY -c "import torch_opencl" 2>/dev/null; then
   echo "==> Building torch_opencl (first build takes a few minutes)"
+  # The stamp gets the time the sources were copied, so an edit made during the build is seen next time.
+  touch "$stamp.new"
   # Build from a copy of the tracked and new files only, so binaries of a developer's
   # in-place build (python/torch_opencl/*.so) never reach the wheel.
   src=build/src
@@ -60,6 +62,6 @@ if [ ! -f "$stamp" ] || [ -n "$(find CMakeLists.txt pyproject.toml runtime aten 
     exit 1
   fi
   $PY -c "import torch_opencl" || { echo "torch_opencl failed to build or import"; exit 1; }
-  touch "$stamp"
+  mv "$stamp.new" "$stamp"
 fi
 echo "==> Ready: $(TORCH_DEVICE_BACKEND_AUTOLOAD=1 $PY -c 'import torch, torch_opencl; print("torch", torch.__version__, "| opencl devices:", torch.opencl.device_count() if torch.opencl.is_available() else 0)')"

@@ -11,9 +11,15 @@ run() { ../.venv/bin/python -m pytest -q -p no:cacheprovider "$@"; }
 if [ $# -gt 0 ]; then
   exec ../.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
 fi
-run .
+run . --ignore=test_distributed.py
 # The GPU forms of the kernel families (runtime/kernel_forms.h), on PoCL: the tests of every family
 # that has one.
-GPU_FORM_TESTS=(test_blas.py test_softmax_loss.py test_normalization.py test_rowwise_kernels.py)
+GPU_FORM_TESTS=(test_blas.py test_gemm_tiled.py test_convolution.py test_softmax_loss.py test_normalization.py
+                test_rowwise_kernels.py test_reduction_forms.py test_reduce.py)
 echo "==> Again with TORCH_OPENCL_KERNEL_CLASS=gpu: ${GPU_FORM_TESTS[*]}"
 TORCH_OPENCL_KERNEL_CLASS=gpu run "${GPU_FORM_TESTS[@]}"
+# torch.compile's generated kernels in their GPU form (one work-group per reduction row).
+TORCH_OPENCL_KERNEL_CLASS=gpu run test_inductor.py -k forms
+# torch.distributed (issue 16): two ranks, each a process on one of PoCL's two devices.
+echo "==> torch.distributed with two ranks on POCL_DEVICES='pthread pthread': test_distributed.py"
+POCL_DEVICES="pthread pthread" run test_distributed.py

@@ -230,19 +230,23 @@ def test_stream_context_sets_and_restores_even_on_error():
 
 
 def test_ops_run_on_the_current_stream():
-    # A long chain on s1 only. Waiting for the default stream does not wait for it, so s1 is
-    # still busy afterwards; had the ops gone to the default stream, s1 would be empty (done).
+    # s1 is held (a barrier on a user event): work that went to s1 cannot finish before the release,
+    # while the default stream stays free. Whatever the device's speed, s1 is busy until released.
     torch.opencl.synchronize()
     s1 = torch.opencl.Stream()
     x = torch.ones(1 << 21, device=DEV)
     torch.opencl.synchronize()
-    with torch.opencl.stream(s1):
-        y = _long_work(x, 60)
-    torch.opencl.default_stream().synchronize()
-    busy = not s1.query()
+    hold = torch_opencl._C._hold_stream(s1.device_index, s1.stream_id)
+    try:
+        with torch.opencl.stream(s1):
+            y = _long_work(x, 60)
+        torch.opencl.default_stream().synchronize()
+        busy = not s1.query()
+    finally:
+        torch_opencl._C._release_stream_hold(hold)
     s1.synchronize()
     assert s1.query()
-    assert busy, "the work was not enqueued on the current stream (or finished implausibly fast)"
+    assert busy, "the work was not enqueued on the current stream"
     assert torch.allclose(y.cpu(), _long_work_cpu(torch.ones(1 << 21), 60))
 
 
@@ -476,7 +480,7 @@ def test_loading_an_opencl_checkpoint_without_the_backend(tmp_path):
 # --- Fork safety
 
 FORK_CHILD = """
-    import json, os, torch
+    import json, os, torch, torch_opencl
     initialized_at_import = torch.opencl.is_initialized()
     TOUCH
     initialized = torch.opencl.is_initialized()

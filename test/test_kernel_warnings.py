@@ -1,7 +1,8 @@
 """Every embedded OpenCL C source compiles without a warning, in the programs the operators really build.
 
 A child process per kernel class (cpu, and gpu, whose forms change WG and other defines) runs
-operators that reach every file of kernels_cl/, recording the (source, options)
+operators that reach every file of kernels_cl/, and a small torch.compile graph (whose program is
+inductor.cl followed by the generated kernels, in the class's form), recording the (source, options)
 of each program it asks for; the parent then compiles each distinct one afresh, with the driver's log
 captured (tocl::compile_log: neither our cache nor the driver's answers), spread over processes.
 A new warning fails here, with the driver's words.
@@ -53,6 +54,8 @@ loss.backward()
 params = [torch.randn(10, device=dev, requires_grad=True) for _ in range(2)]
 sum(p.sum() for p in params).backward()
 torch.optim.Adam(params).step(); torch.optim.Adam(params, fused=True).step()                # foreach.cl, optim.cl
+# torch.compile's graph programs: inductor.cl (with philox.cl) and the kernels generated after it, one program.
+torch.compile(lambda a: (torch.sigmoid(a) * 2 + a.double().exp().float()).sum(1) + torch.rand_like(a).amax(1))(xd)
 torch.opencl.synchronize()
 with open(sys.argv[1], "w") as f:
     json.dump(_C._recorded_program_sources(), f)

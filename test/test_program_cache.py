@@ -68,7 +68,10 @@ def test_cold_then_warm_loads_the_binary_from_disk(tmp_path):
     print(f"\nprogram build: cold {cold['first'] * 1e3:.1f} ms (compiled from source), "
           f"warm {warm['first'] * 1e3:.1f} ms (binary from disk), "
           f"in-memory hit {warm['second'] * 1e6:.1f} us")
-    assert warm["first"] < cold["first"], (warm["first"], cold["first"])
+    # Loading the binary skips PoCL's LLVM; NVIDIA's driver JIT-compiles a loaded binary much as it
+    # compiles source (and keeps its own cache), so only a CPU device must load faster than it builds.
+    if torch.opencl.get_device_properties(0).type == "cpu":
+        assert warm["first"] < cold["first"], (warm["first"], cold["first"])
 
 
 def test_cache_directory_is_private(tmp_path):

@@ -166,6 +166,8 @@ GRAD_FNS = {
 
 @pytest.mark.parametrize("name", sorted(GRAD_FNS))
 def test_gradients(name):
+    if name == "aminmax" and tuple(int(v) for v in torch.__version__.split(".")[:2]) < (2, 12):
+        pytest.skip("torch 2.11 has no derivative formula for aminmax (CPU raises too)")
     x = make((5, 6), F64, seed=7)
     if name.startswith("nan"):
         x[1, 2] = float("nan")

@@ -7,6 +7,7 @@
 
 #include "aten/kernel_support/cl_types.h"
 #include "runtime/embedded_sources.h"
+#include "runtime/kernel_forms.h"
 #include "runtime/program_cache.h"
 
 namespace torch_opencl {
@@ -26,6 +27,8 @@ const char* lowest_value(c10::ScalarType type) {
 }
 
 }  // namespace
+
+size_t row_group(int device) { return tocl::kernel_forms(device).row_group; }
 
 cl_program dtype_program(int device, const char* file, c10::ScalarType type, c10::ScalarType index_type,
                          size_t group) {

@@ -6,7 +6,6 @@
 // I_T/LOAD_I for the index dtype.
 #include <ATen/core/Tensor.h>
 
-#include "runtime/kernel_forms.h"
 #include "runtime/opencl.h"
 
 #include <functional>
@@ -27,6 +26,6 @@ void check_same_device(std::initializer_list<std::reference_wrapper<const at::Te
 
 // Work-group size of the row-wise kernels (WG in the sources): runtime/kernel_forms.h chooses it
 // for the device's kernel class.
-inline size_t row_group(int device) { return tocl::kernel_forms(device).row_group; }
+size_t row_group(int device);
 
 }  // namespace torch_opencl

@@ -18,9 +18,11 @@ namespace torch_opencl {
 // torch 2.11 (and older) passes the output's dimension names after the options; CMake reads
 // ATen/TensorMeta.h and defines TORCH_OPENCL_HAS_DIMNAMES=1 where it does.
 #if TORCH_OPENCL_HAS_DIMNAMES
-#define TOCL_OUTPUT_NAMES , at::DimnameList
+#define TOCL_OUTPUT_NAMES , at::DimnameList names
+#define TOCL_PASS_OUTPUT_NAMES , names
 #else
 #define TOCL_OUTPUT_NAMES
+#define TOCL_PASS_OUTPUT_NAMES
 #endif
 
 namespace structured_detail {
@@ -59,8 +61,9 @@ inline at::Tensor create_out(at::IntArrayRef sizes, at::IntArrayRef strides, con
 // (non-iterator structured ops: softmax, nll_loss, pooling) has nothing to record.
 template <class Meta, class Self>
 void notify_base(Self* self, int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
-                 const at::TensorOptions& options) {
-  if constexpr (std::is_base_of_v<at::TensorIteratorBase, Meta>) self->Meta::set_output_raw_strided(i, sizes, strides, options);
+                 const at::TensorOptions& options TOCL_OUTPUT_NAMES) {
+  if constexpr (std::is_base_of_v<at::TensorIteratorBase, Meta>)
+    self->Meta::set_output_raw_strided(i, sizes, strides, options TOCL_PASS_OUTPUT_NAMES);
 }
 
 }  // namespace structured_detail
@@ -70,11 +73,11 @@ template <class Meta, int N = 1>
 struct StructuredFunctional final : public Meta {
   void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options TOCL_OUTPUT_NAMES) override {
     outputs_[i] = structured_detail::create_out(sizes, strides, options);
-    structured_detail::notify_base<Meta>(this, i, sizes, strides, options);
+    structured_detail::notify_base<Meta>(this, i, sizes, strides, options TOCL_PASS_OUTPUT_NAMES);
   }
   void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options TOCL_OUTPUT_NAMES) override {
     outputs_[i] = structured_detail::create_out(sizes, strides, options);
-    structured_detail::notify_base<Meta>(this, i, sizes, strides, options);
+    structured_detail::notify_base<Meta>(this, i, sizes, strides, options TOCL_PASS_OUTPUT_NAMES);
   }
   const at::Tensor& maybe_get_output(int64_t i) override { return *outputs_[i]; }
   at::Tensor take(int i = 0) { return std::move(outputs_[i]).take(); }
@@ -114,10 +117,10 @@ struct StructuredOut final : public Meta {
   StructuredOut(const at::Tensor& out0, const at::Tensor& out1)
       : outputs_{std::ref(out0), std::ref(out1)}, in_place_(false) {}
   void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options TOCL_OUTPUT_NAMES) override {
-    set(i, sizes, strides, options);
+    set(i, sizes, strides, options TOCL_PASS_OUTPUT_NAMES);
   }
   void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options TOCL_OUTPUT_NAMES) override {
-    set(i, sizes, strides, options);
+    set(i, sizes, strides, options TOCL_PASS_OUTPUT_NAMES);
   }
   const at::Tensor& maybe_get_output(int64_t i) override {
     return proxies_[i].has_value() ? **proxies_[i] : outputs_[i].get();
@@ -133,7 +136,7 @@ struct StructuredOut final : public Meta {
  private:
   bool in_place_;
 
-  void set(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) {
+  void set(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options TOCL_OUTPUT_NAMES) {
     const auto& out = outputs_[i].get();
     if (in_place_) {
       TORCH_CHECK(options.dtype() == out.dtype(), "Bad in-place call: input tensor dtype ", out.dtype(),
@@ -147,7 +150,7 @@ struct StructuredOut final : public Meta {
     }
     auto proxy = structured_detail::maybe_proxy(out, sizes, strides, options);
     if (proxy.has_value()) proxies_[i] = c10::ExclusivelyOwned<at::Tensor>(std::move(proxy).value());
-    structured_detail::notify_base<Meta>(this, i, sizes, strides, options);
+    structured_detail::notify_base<Meta>(this, i, sizes, strides, options TOCL_PASS_OUTPUT_NAMES);
   }
 };
 

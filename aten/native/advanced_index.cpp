@@ -19,6 +19,8 @@
 #include "aten/kernel_support/kernel_program.h"
 #include "aten/kernel_support/opencl_tensor.h"
 #include "aten/native/scatter_program.h"
+#include "aten/native/segment_sum.h"
+#include "runtime/kernel_forms.h"
 
 namespace torch_opencl {
 namespace {
@@ -34,6 +36,7 @@ struct IndexPlan {
   std::vector<int64_t> index_strides;  // the stacked indices' strides over `shape`
   Tensor stacked;                  // (count, index numel) int64, contiguous
   Indexed indexed{};
+  int64_t first_indexed = 0;       // self's first indexed dim
 };
 
 std::string shapes_of(const std::vector<Tensor>& tensors) {
@@ -93,6 +96,7 @@ IndexPlan plan_index(const Tensor& self_in, const IndexList& indices_in) {
 
   // The result's shape, self's strides over it (0 across the index shape) and the stacked indices'.
   const int64_t dims_after = self.dim() - dims_before - count;
+  plan.first_indexed = dims_before;
   std::vector<int64_t> contiguous(index_shape.size());
   for (int64_t d = static_cast<int64_t>(index_shape.size()) - 1, s = 1; d >= 0; --d) {
     contiguous[d] = s;
@@ -168,6 +172,25 @@ Tensor& index_out(const Tensor& self, const IndexList& indices, Tensor& out) {
   return out;
 }
 
+// index_put_(accumulate=True) with one index tensor as sorted segmented sums where the kernel forms
+// want them, and wherever the order of the additions must not vary (the atomics add in any order).
+// False when it does not serve (then the atomics do).
+bool index_put_by_segments(const IndexPlan& plan, const Tensor& broadcast) {
+  if (!tocl::kernel_forms(device_index(plan.self)).sorted_segment_sums && !at::globalContext().deterministicAlgorithms())
+    return false;
+  const int64_t dim = plan.first_indexed;
+  const int64_t index_dims = static_cast<int64_t>(plan.shape.size()) - plan.self.dim() + 1;
+  std::vector<int64_t> source_shape(plan.shape.begin(), plan.shape.begin() + dim);
+  source_shape.push_back(plan.indexed.row_stride);  // the index's elements
+  source_shape.insert(source_shape.end(), plan.shape.begin() + dim + index_dims, plan.shape.end());
+  const Tensor source = broadcast.reshape(source_shape);
+  if (!segment_sums_serve(plan.self, source, dim)) return false;
+  // Negative indices count from the end (they were bounds-checked).
+  const Tensor index = plan.stacked.reshape({-1}).remainder(plan.self.size(dim));
+  segment_sums_into(plan.self, dim, index, source, /*accumulate=*/true);
+  return true;
+}
+
 Tensor& index_put_impl(Tensor& self, const IndexList& indices, const Tensor& value, bool accumulate, bool unsafe) {
   (void)unsafe;
   const c10::DeviceGuard guard(self.device());
@@ -195,6 +218,7 @@ Tensor& index_put_impl(Tensor& self, const IndexList& indices, const Tensor& val
   const int64_t total = numel_of(plan.shape);
   if (total == 0) return self;
   const Tensor broadcast = values.expand(plan.shape);
+  if (accumulate && plan.indexed.count == 1 && index_put_by_segments(plan, broadcast)) return self;
   const Geometry g =
       make_geometry(plan.shape, {plan.restrided, broadcast.strides().vec(), plan.index_strides}, "index_put_");
   cl_kernel k = scatter_gather_kernel(plan.self, "index_put", at::kLong);

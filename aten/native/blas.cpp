@@ -8,6 +8,7 @@
 
 #include "aten/kernel_support/cl_types.h"
 #include "aten/native/gemm_small.h"
+#include "aten/native/gemm_tiled.h"
 #include "aten/kernel_support/opencl_tensor.h"
 #include "runtime/error.h"
 #include "runtime/gemm_tuning.h"
@@ -183,7 +184,7 @@ void gemm_any(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, dou
   if (batch == 0 || m == 0 || n == 0) return;
   if (k == 0) return scale(c, beta);
   tocl::ensure_gemm_tuning(device_index(c));  // before any GEMM, so the tuning source reads alike either way
-  if (small_gemm(a, b, c, alpha, beta)) return;
+  if (small_gemm(a, b, c, alpha, beta) || tiled_gemm(a, b, c, alpha, beta)) return;
   if (c.scalar_type() == at::kFloat) run_gemm<float>(a, b, c, alpha, beta, batch);
   else run_gemm<double>(a, b, c, alpha, beta, batch);
 }

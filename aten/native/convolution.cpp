@@ -1,6 +1,7 @@
 // Convolution reaches PrivateUse1 as convolution_overrideable and
 // convolution_backward_overrideable (ATen has checked the shapes by then).
-// 1-D and 2-D convolutions of float32/float64, transposed ones included, run natively: im2col
+// 1-D and 2-D convolutions of float32/float64, transposed ones included, run natively. On devices of the
+// GPU kernel class the batch is folded into the GEMMs' columns (see "GPU form" below). The CPU form: im2col
 // (kernels_cl/im2col.cl) laid out (N*L, C*KH*KW) and one CLBlast GEMM per group
 // over the whole batch, col2im for grad_input, GEMM for grad_weight, GEMV with a
 // ones vector for grad_bias. The GEMMs' (N * L, O) rows reach the NCHW output through
@@ -22,6 +23,8 @@
 #include "aten/kernel_support/opencl_tensor.h"
 #include "fallback/fallback.h"
 #include "runtime/embedded_sources.h"
+#include "runtime/kernel_forms.h"
+#include "runtime/launch.h"
 #include "runtime/program_cache.h"
 
 namespace torch_opencl {
@@ -262,6 +265,78 @@ at::Tensor conv_weight_grad(const Conv2d& c, const at::Tensor& x4, const at::Ten
   return gw;
 }
 
+// --- GPU form (kernel_forms' conv_batch_folded): the batch folded into the GEMMs' columns. col is
+// (C * KH * KW, N * L); the forward GEMM W (O, K) @ col (K, N * L) has O x N * L outputs however small
+// each sample's L, and the layout kernels run a work-item per element along contiguous memory.
+
+bool folded(const Conv2d& c, int device) {
+  const int64_t limit = int64_t{1} << 31;  // the layout kernels' 32-bit index math
+  return tocl::kernel_forms(device).conv_batch_folded && c.rows() * c.N * c.L() < limit &&
+         c.N * c.g.C * c.g.H * c.g.W < limit && c.O * c.N * c.L() < limit;
+}
+
+// x4 (N, C, H, W) contiguous -> col (C * KH * KW, N * L).
+at::Tensor im2col_folded(const Conv2d& c, const at::Tensor& x4) {
+  auto col = at::empty({c.rows(), c.N * c.L()}, c.options);
+  if (col.numel() == 0) return col;
+  const int device = device_index(col);
+  cl_kernel k = tocl::get_kernel(im2col_program(device, col.scalar_type()), "im2col_folded");
+  tocl::set_args(k, buffer_arg(x4), buffer_arg(col), c.g, static_cast<cl_int>(col.numel()));
+  tocl::enqueue_1d(device, tocl::current_stream(device), k, col.numel(), 256);
+  return col;
+}
+
+// t4 (N, O, OH, OW) in any layout -> (O, N * L) contiguous.
+at::Tensor fold_batch(const at::Tensor& t4) {
+  const int64_t N = t4.size(0), O = t4.size(1), L = t4.size(2) * t4.size(3);
+  return t4.reshape({N, O, L}).permute({1, 0, 2}).contiguous().view({O, N * L});
+}
+
+at::Tensor conv_forward_folded(const Conv2d& c, const at::Tensor& x4, const at::Tensor& w2, const at::Tensor& bias) {
+  auto out = at::empty({c.N, c.O, c.g.OH, c.g.OW}, c.options);
+  if (out.numel() == 0) return out;
+  const int64_t L = c.L(), K = c.K(), Og = c.Og(), N = c.N, O = c.O;
+  const auto col = im2col_folded(c, x4.contiguous());
+  auto product = at::empty({O, N * L}, c.options);
+  for (int64_t gi = 0; gi < c.groups; ++gi)
+    gemm(w2.narrow(0, gi * Og, Og), col.narrow(0, gi * K, K), product.narrow(0, gi * Og, Og), 1, 0);
+  // (O, N, L) -> (N, O, L), adding the bias in the same pass.
+  auto out3 = out.view({N, O, L});
+  const auto permuted = product.view({O, N, L}).permute({1, 0, 2});
+  if (bias.defined()) at::add_out(out3, permuted, bias.view({1, O, 1}));
+  else out3.copy_(permuted);
+  return out;
+}
+
+// The regular convolution's input gradient from go_f (O, N * L): gcol = W^T go_f, gathered by col2im.
+at::Tensor conv_input_grad_folded(const Conv2d& c, const at::Tensor& go_f, const at::Tensor& w2) {
+  auto grad_input = at::empty({c.N, c.g.C, c.g.H, c.g.W}, c.options);
+  if (grad_input.numel() == 0) return grad_input;
+  const int64_t K = c.K(), Og = c.Og(), NL = c.N * c.L();
+  if (NL == 0 || Og == 0) return grad_input.zero_();
+  auto gcol = at::empty({c.rows(), NL}, c.options);
+  for (int64_t gi = 0; gi < c.groups; ++gi)
+    gemm(w2.narrow(0, gi * Og, Og).t(), go_f.narrow(0, gi * Og, Og), gcol.narrow(0, gi * K, K), 1, 0);
+  const int device = device_index(grad_input);
+  cl_kernel k = tocl::get_kernel(im2col_program(device, grad_input.scalar_type()), "col2im_folded");
+  tocl::set_args(k, buffer_arg(gcol), buffer_arg(grad_input), c.g, static_cast<cl_int>(NL),
+                 static_cast<cl_int>(grad_input.numel()));
+  tocl::enqueue_1d(device, tocl::current_stream(device), k, grad_input.numel(), 256);
+  return grad_input;
+}
+
+// The regular convolution's weight gradient (O, K) = go_f (O, N * L) @ col^T (N * L, K) per group.
+at::Tensor conv_weight_grad_folded(const Conv2d& c, const at::Tensor& x4, const at::Tensor& go_f) {
+  auto gw = at::empty({c.O, c.K()}, c.options);
+  if (gw.numel() == 0) return gw;
+  const int64_t K = c.K(), Og = c.Og();
+  if (c.N * c.L() == 0) return gw.zero_();
+  const auto col = im2col_folded(c, x4.contiguous());
+  for (int64_t gi = 0; gi < c.groups; ++gi)
+    gemm(go_f.narrow(0, gi * Og, Og), col.narrow(0, gi * K, K).t(), gw.narrow(0, gi * Og, Og), 1, 0);
+  return gw;
+}
+
 bool native(const at::Tensor& input, const at::Tensor& weight) {
   return (input.dim() == 3 || input.dim() == 4) && blas_supports(input.scalar_type()) &&
          weight.scalar_type() == input.scalar_type();
@@ -280,15 +355,21 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
   const bool one_d = input.dim() == 3;
   const at::Tensor b = bias && bias->defined() ? *bias : at::Tensor();
   const auto w4 = as_4d(weight, one_d);
+  const int device = device_index(input);
   if (!transposed) {
     const Conv2d c = describe(input.sizes(), weight.sizes(), stride, padding, dilation, groups, input.options());
-    return squeeze_1d(conv_forward(c, as_dense_4d(input, one_d), w4.view({c.O, c.K()}), b), one_d);
+    const auto w2 = w4.view({c.O, c.K()});
+    if (folded(c, device)) return squeeze_1d(conv_forward_folded(c, as_4d(input, one_d), w2, b), one_d);
+    return squeeze_1d(conv_forward(c, as_dense_4d(input, one_d), w2, b), one_d);
   }
   // A transposed convolution is the input gradient of the regular one, with its input as grad_output.
   const Conv2d c = describe_transposed(input, weight, stride, padding, dilation, output_padding, groups);
   if (!adjoint_fits(c, input))
     return convolution_on_cpu(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
-  auto out = conv_input_grad(c, channels_last(c, as_dense_4d(input, one_d)), w4.view({c.O, c.K()}));
+  const auto w2 = w4.view({c.O, c.K()});
+  const auto in4 = as_dense_4d(input, one_d);
+  auto out = folded(c, device) ? conv_input_grad_folded(c, fold_batch(in4), w2)
+                               : conv_input_grad(c, channels_last(c, in4), w2);
   if (b.defined()) out.add_(b.view({1, c.g.C, 1, 1}));
   return squeeze_1d(out, one_d);
 }
@@ -304,9 +385,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
   const auto w4 = as_4d(weight, one_d);
   const auto go4 = as_dense_4d(grad_output, one_d), x4 = as_dense_4d(input, one_d);
   at::Tensor grad_input, grad_weight, grad_bias;
+  const int device = device_index(input);
   if (!transposed) {
     const Conv2d c = describe(input.sizes(), weight.sizes(), stride, padding, dilation, groups, input.options());
     const auto w2 = w4.view({c.O, c.K()});
+    if (folded(c, device)) {
+      const auto go_f = fold_batch(go4);  // (O, N * L)
+      if (output_mask[0]) grad_input = squeeze_1d(conv_input_grad_folded(c, go_f, w2), one_d);
+      if (output_mask[1]) grad_weight = conv_weight_grad_folded(c, x4, go_f).view(weight.sizes());
+      if (output_mask[2]) grad_bias = go_f.sum(1);
+      return {grad_input, grad_weight, grad_bias};
+    }
     // grad_output as (N * L, O): one GEMM per group over the whole batch for each gradient.
     const auto goR = channels_last(c, go4);
     if (output_mask[0]) grad_input = squeeze_1d(conv_input_grad(c, goR, w2), one_d);
@@ -325,9 +414,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     return convolution_backward_on_cpu(grad_output, input, weight, stride, padding, dilation, transposed,
                                        output_padding, groups, output_mask);
   const auto w2 = w4.view({c.O, c.K()});
-  if (output_mask[0]) grad_input = squeeze_1d(conv_forward(c, go4, w2, at::Tensor()), one_d);
-  if (output_mask[1]) {
-    grad_weight = conv_weight_grad(c, go4, channels_last(c, x4)).view(weight.sizes());
+  if (folded(c, device)) {
+    if (output_mask[0]) grad_input = squeeze_1d(conv_forward_folded(c, go4, w2, at::Tensor()), one_d);
+    if (output_mask[1]) grad_weight = conv_weight_grad_folded(c, go4, fold_batch(x4)).view(weight.sizes());
+  } else {
+    if (output_mask[0]) grad_input = squeeze_1d(conv_forward(c, go4, w2, at::Tensor()), one_d);
+    if (output_mask[1]) grad_weight = conv_weight_grad(c, go4, channels_last(c, x4)).view(weight.sizes());
   }
   if (output_mask[2]) grad_bias = go4.sum({0, 2, 3});
   return {grad_input, grad_weight, grad_bias};

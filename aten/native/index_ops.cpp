@@ -14,7 +14,10 @@
 #include <functional>
 
 #include "aten/kernel_support/dtype_fallback.h"
+#include "aten/kernel_support/opencl_tensor.h"
 #include "aten/native/index_bounds.h"
+#include "aten/native/segment_sum.h"
+#include "runtime/kernel_forms.h"
 #include "aten/kernel_support/structured.h"
 
 namespace torch_opencl {
@@ -56,7 +59,16 @@ void index_add_into(const Tensor& out, int64_t dim, const Tensor& index_in, cons
   Tensor values = at_least_1d(source);
   if (!(alpha.isIntegral(true) && alpha.to<int64_t>() == 1) && !(alpha.isFloatingPoint() && alpha.to<double>() == 1))
     values = values.mul(alpha);
-  target.index_put_(along_dim(dim, index), values.to(target.scalar_type()), /*accumulate=*/true);
+  values = values.to(target.scalar_type());
+  // Sorted segmented sums where the kernel forms want them, and wherever the order of the additions
+  // must not vary (index_put_'s atomics add in any order).
+  if ((tocl::kernel_forms(device_index(target)).sorted_segment_sums ||
+       at::globalContext().deterministicAlgorithms()) &&
+      segment_sums_serve(target, values, dim)) {
+    segment_sums_into(target, dim, index, values, /*accumulate=*/true);
+    return;
+  }
+  target.index_put_(along_dim(dim, index), values, /*accumulate=*/true);
 }
 
 void index_copy_into(const Tensor& out, int64_t dim, const Tensor& index_in, const Tensor& source) {

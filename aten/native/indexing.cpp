@@ -1,5 +1,6 @@
 // Indexing and assembly: index_select (what embedding's forward calls),
-// embedding_dense_backward, tril/triu, cat (what torch.stack calls). Kernels in kernels_cl/indexing.cl over
+// embedding_dense_backward (a work-item per row, or sorted segmented sums where the kernel forms
+// want them: aten/native/segment_sum.h), tril/triu, cat (what torch.stack calls). Kernels in kernels_cl/indexing.cl over
 // contiguous operands; indices are bounds-checked on the device first.
 #include <ATen/ATen.h>
 #include <ATen/MetaFunctions.h>
@@ -11,9 +12,11 @@
 
 #include "aten/kernel_support/dtype_fallback.h"
 #include "aten/native/index_bounds.h"
+#include "aten/native/segment_sum.h"
 #include "aten/kernel_support/kernel_program.h"
 #include "aten/kernel_support/opencl_tensor.h"
 #include "aten/kernel_support/structured.h"
+#include "runtime/kernel_forms.h"
 
 namespace torch_opencl {
 namespace {
@@ -74,6 +77,14 @@ Tensor embedding_dense_backward(const Tensor& grad_output, const Tensor& indices
   const auto idx = indices.contiguous();
   TORCH_CHECK(grad.numel() == idx.numel() * D, "embedding_backward: grad_output of shape ", grad_output.sizes(),
               " does not match indices of shape ", indices.sizes());
+  if (tocl::kernel_forms(device_index(grad)).sorted_segment_sums) {
+    // Sorted indices and segmented sums: parallel over runs and columns, deterministic.
+    grad_weight.zero_();
+    if (idx.numel() > 0)
+      segment_sums_into(grad_weight, 0, idx, grad.view({idx.numel(), D}), /*accumulate=*/false, padding_idx,
+                        scale_grad_by_freq);
+    return grad_weight;
+  }
   cl_kernel k = dtype_kernel(grad, "indexing.cl", "embedding_backward", idx.scalar_type());
   tocl::set_args(k, buffer_arg(grad_weight), buffer_arg(grad.numel() ? grad : grad_weight),
                  buffer_arg(idx.numel() ? idx : grad_weight), L(idx.numel()), L(num_weights), L(D), L(padding_idx),

@@ -4,7 +4,8 @@
 // (N * C, H, W) planes, one work-item per output (forward) or input (backward) element.
 // Max pooling picks among loop-free kernels PoCL vectorises (windows up to 3x3; a scatter
 // backward for windows that cannot overlap; a gather one for up to 3 windows per point) and
-// looping ones for larger windows.
+// looping ones for larger windows. Adaptive pooling to 1x1 of large planes is a mean where the
+// kernel forms want coalesced reductions (runtime/kernel_forms.h).
 #include <ATen/ATen.h>
 #include <ATen/MetaFunctions.h>
 #include <ATen/native/Resize.h>
@@ -19,6 +20,7 @@
 #include "aten/kernel_support/opencl_tensor.h"
 #include "aten/kernel_support/structured.h"
 #include "fallback/fallback.h"
+#include "runtime/kernel_forms.h"
 
 namespace torch_opencl {
 namespace {
@@ -281,6 +283,8 @@ Tensor& avg_pool2d_backward_out(const Tensor& grad_output, const Tensor& self, I
 
 // ---- _adaptive_avg_pool2d (not structured: CPU's checks, restated) ----
 
+constexpr int64_t kGlobalPoolAsMean = 64;  // plane elements from which a 1x1 output is a mean (GPU forms)
+
 Tensor adaptive_avg_pool2d(const Tensor& self, IntArrayRef output_size) {
   TORCH_CHECK(output_size.size() == 2, "adaptive_avg_pool2d: output_size must be 2");
   TORCH_CHECK(output_size[0] >= 0 && output_size[1] >= 0,
@@ -297,6 +301,13 @@ Tensor adaptive_avg_pool2d(const Tensor& self, IntArrayRef output_size) {
   sizes[self.dim() - 1] = output_size[1];
   auto out = at::empty(sizes, self.options());
   if (out.numel() == 0) return out;
+  // Global pooling of large planes is a reduction: where the kernel forms want coalesced reductions
+  // (GPUs), the reduction engine beats a work-item walking a whole plane.
+  if (output_size[0] == 1 && output_size[1] == 1 && self.size(-1) * self.size(-2) >= kGlobalPoolAsMean &&
+      tocl::kernel_forms(device_index(self)).reduce_coalesced) {
+    at::mean_out(out, self, {-2, -1}, /*keepdim=*/true);
+    return out;
+  }
   const auto in = self.contiguous();
   const Pool p = pool_params({1}, {}, {0}, {}, in, out);
   cl_kernel k = dtype_kernel(in, "pooling.cl", "adaptive_avg_pool2d_forward");

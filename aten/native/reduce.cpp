@@ -1,7 +1,9 @@
 // The reduction engine: turns (input, reduced dims, output) into the geometry
 // kernels_cl/reduce.cl takes as arguments, picks a launch (work-group per
 // output, two passes for few outputs, work-item per output for contiguous runs,
-// or work-items on adjacent outputs for strided reductions) and runs it.
+// or work-items on adjacent outputs for strided reductions) and runs it. Devices whose kernel
+// forms (runtime/kernel_forms.h) want coalesced reductions get reduce_rows / reduce_cols instead:
+// lanes of consecutive work-items on consecutive elements, chunked to fill every compute unit.
 // One program per (input, accumulate, output) dtype serves every reduction.
 #include "aten/native/reduce.h"
 
@@ -16,6 +18,7 @@
 #include "aten/kernel_support/opencl_tensor.h"
 #include "runtime/device.h"
 #include "runtime/embedded_sources.h"
+#include "runtime/kernel_forms.h"
 #include "runtime/program_cache.h"
 
 namespace torch_opencl {
@@ -65,7 +68,8 @@ cl_program reduce_program(int device, c10::ScalarType in, c10::ScalarType acc, c
   auto& program = programs[{device, in, acc, out}];
   if (!program) {
     const bool floating = acc == c10::kFloat || acc == c10::kDouble;
-    const std::string source = program_prelude({in, acc, out}) + operand_defines("IN", in) +
+    const char* forms = tocl::kernel_forms(device).reduce_coalesced ? "#define REDUCE_GPU_FORMS 1\n" : "";
+    const std::string source = program_prelude({in, acc, out}) + forms + operand_defines("IN", in) +
                                operand_defines("OUT", out) + "#define ACC_T " + storage_type(acc) +
                                "\n#define ACC_IS_FLOAT " + (floating ? "1" : "0") + "\n#define ACC_LOWEST " +
                                lowest_of(acc) + "\n#define ACC_HIGHEST " + highest_of(acc) + "\n" +
@@ -196,13 +200,14 @@ int64_t pow2_at_least(int64_t n) {
   return p;
 }
 
-enum class Kind { Group, Serial, Outer };
+enum class Kind { Group, Serial, Outer, Rows, Cols };
 
 struct Launch {
   Kind kind = Kind::Group;
   int64_t local = 1;
   int64_t nchunks = 1;
   int64_t chunk = 0;
+  int64_t lanes = 1;  // Rows: work-items per unit; Cols: adjacent outputs per group
 };
 
 // Splits R into nchunks chunks so that about `target` groups run when `groups` run per chunk,
@@ -222,14 +227,47 @@ Launch choose_arg_launch(int device, const Plan& plan) {
   Launch l;
   const auto& info = tocl::device_info(device);
   const int64_t max_local = std::min<int64_t>(kMaxLocal, static_cast<int64_t>(info.max_work_group_size));
-  if (plan.M >= std::max<int64_t>(512, 64 * static_cast<int64_t>(info.compute_units))) {
+  const auto& forms = tocl::kernel_forms(device);
+  // A work-item per output walking a contiguous row reads memory `R` apart across a GPU's lanes: the
+  // coalesced forms keep a group per output (consecutive items on consecutive elements) for such rows.
+  const bool serial_ok = !(forms.reduce_coalesced && plan.inner_contiguous);
+  if (serial_ok && plan.M >= std::max<int64_t>(512, 64 * static_cast<int64_t>(info.compute_units))) {
     l.kind = Kind::Serial;
     l.local = std::min<int64_t>(64, max_local);
     return l;
   }
-  l.local = std::min(max_local, pow2_at_least(std::max<int64_t>(plan.R, 1)));
-  const int64_t target_groups = std::max<int64_t>(64, 16 * static_cast<int64_t>(info.compute_units));
+  l.local = forms.reduce_coalesced ? static_cast<int64_t>(forms.reduce_group)
+                                   : std::min(max_local, pow2_at_least(std::max<int64_t>(plan.R, 1)));
+  const int64_t target_groups = forms.reduce_coalesced ? static_cast<int64_t>(forms.reduce_fill_groups)
+                                                       : std::max<int64_t>(64, 16 * static_cast<int64_t>(info.compute_units));
   split_reduced(l, plan.R, plan.M, target_groups, 8 * l.local);
+  return l;
+}
+
+// The coalesced (GPU) forms. Rows when the innermost reduced dim is the contiguous one (or no kept
+// dim is more so): lanes per output sized to the row (short rows share a group), chunks when too few
+// groups would run. Cols when a kept dim is more contiguous: 32 adjacent outputs per group by row
+// lanes, chunks of R when too few column groups would run.
+Launch choose_coalesced_launch(const tocl::KernelForms& forms, const Plan& plan) {
+  Launch l;
+  const int64_t group = static_cast<int64_t>(forms.reduce_group);
+  const int64_t fill = static_cast<int64_t>(forms.reduce_fill_groups);
+  l.local = group;
+  const auto& g = plan.g;
+  const bool cols = g.out_ndim > 0 && g.in_strides[0] < g.red_strides[0] && plan.R > 1;
+  if (cols) {
+    l.kind = Kind::Cols;
+    l.lanes = std::min<int64_t>({32, group, pow2_at_least(plan.M)});
+    const int64_t row_lanes = group / l.lanes;
+    const int64_t col_groups = (plan.M + l.lanes - 1) / l.lanes;
+    split_reduced(l, plan.R, col_groups, fill, 8 * row_lanes);
+    return l;
+  }
+  l.kind = Kind::Rows;
+  // About 8 elements per lane before the tree; a lane per element for rows of up to 8.
+  l.lanes = std::min(group, pow2_at_least(std::max<int64_t>((plan.R + 7) / 8, 1)));
+  const int64_t units_per_group = group / l.lanes;
+  split_reduced(l, plan.R, (plan.M + units_per_group - 1) / units_per_group, fill, 8 * l.lanes);
   return l;
 }
 
@@ -238,6 +276,8 @@ Launch choose_arg_launch(int device, const Plan& plan) {
 // reduce_outer, adjacent items on adjacent outputs, unless there are too few outputs to fill a
 // vector of items (then groups again).
 Launch choose_launch(int device, const Plan& plan) {
+  const auto& forms = tocl::kernel_forms(device);
+  if (forms.reduce_coalesced) return choose_coalesced_launch(forms, plan);
   Launch l;
   const auto& info = tocl::device_info(device);
   const int64_t units = static_cast<int64_t>(info.compute_units);
@@ -284,6 +324,35 @@ void launch_reduce(const at::Tensor& self, const Plan& plan, const at::Tensor& o
   const AccScalar ap = acc_scalar(p, acc), aq = acc_scalar(p == 0 ? 0 : 1 / p, acc), adiv = acc_scalar(divisor, acc);
   const Launch l = choose_launch(device, plan);
   const cl_int opcode = static_cast<cl_int>(op);
+  if (l.kind == Kind::Rows || l.kind == Kind::Cols) {
+    at::Tensor partial;
+    if (l.nchunks > 1) partial = at::empty({plan.M * l.nchunks}, self.options().dtype(acc));
+    const bool rows = l.kind == Kind::Rows;
+    cl_kernel k = tocl::get_kernel(program, rows ? "reduce_rows" : "reduce_cols");
+    tocl::set_args(k, arg(self), arg(out), arg(center), arg(partial), opcode, static_cast<cl_long>(plan.M),
+                   static_cast<cl_long>(plan.R), static_cast<cl_long>(l.chunk), static_cast<cl_long>(l.nchunks), plan.g,
+                   arg(ap), arg(aq), arg(adiv), static_cast<cl_int>(l.lanes), local_bytes(l.local * acc_size));
+    const int64_t groups = rows ? (plan.M * l.nchunks + l.local / l.lanes - 1) / (l.local / l.lanes)
+                                : (plan.M + l.lanes - 1) / l.lanes * l.nchunks;
+    tocl::enqueue_1d(device, stream, k, groups * l.local, l.local);
+    if (l.nchunks == 1) return;
+    if (rows) {
+      // partial[o * nchunks + c]: a group per output combines its chunks (one group size: PoCL
+      // compiles a kernel again for each new one).
+      const int64_t local2 = l.local;
+      cl_kernel k2 = tocl::get_kernel(program, "reduce_partials");
+      tocl::set_args(k2, arg(partial), arg(out), arg(center), opcode, static_cast<cl_long>(plan.M),
+                     static_cast<cl_long>(l.nchunks), plan.g, arg(aq), arg(adiv), local_bytes(local2 * acc_size));
+      tocl::enqueue_1d(device, stream, k2, plan.M * local2, local2);
+    } else {
+      // partial[c * M + o]: adjacent items on adjacent outputs.
+      cl_kernel k2 = tocl::get_kernel(program, "reduce_outer_partials");
+      tocl::set_args(k2, arg(partial), arg(out), arg(center), opcode, static_cast<cl_long>(plan.M),
+                     static_cast<cl_long>(l.nchunks), plan.g, arg(aq), arg(adiv));
+      tocl::enqueue_1d(device, stream, k2, plan.M, std::min<int64_t>(64, l.local));
+    }
+    return;
+  }
   if (l.kind == Kind::Serial) {
     cl_kernel k = tocl::get_kernel(program, "reduce_serial");
     tocl::set_args(k, arg(self), arg(out), arg(center), opcode, static_cast<cl_long>(plan.M),

@@ -1,7 +1,8 @@
 // Scans along a dim (cumsum, cumprod, logcumsumexp, and cummax/cummin with their
 // indices): ATen's meta functions (or CPU's checks) decide the result dtype and
 // shape; kernels_cl/scan.cl scans each line in the accumulate type CPU uses
-// (double for float32 where the device has fp64).
+// (double for float32 where the device has fp64): a work-item per line, or, where the kernel forms
+// (runtime/kernel_forms.h) want parallel scans, lanes of a work-group per line or chunk of one.
 #include <ATen/ATen.h>
 #include <ATen/MetaFunctions.h>
 #include <ATen/native/Resize.h>
@@ -17,6 +18,7 @@
 #include "aten/kernel_support/opencl_tensor.h"
 #include "aten/kernel_support/structured.h"
 #include "runtime/embedded_sources.h"
+#include "runtime/kernel_forms.h"
 #include "runtime/program_cache.h"
 
 namespace torch_opencl {
@@ -40,7 +42,8 @@ cl_program scan_program(int device, c10::ScalarType in, c10::ScalarType acc, c10
   std::lock_guard<std::mutex> lock(mutex);
   auto& program = programs[{device, in, acc, out}];
   if (!program) {
-    const std::string source = program_prelude({in, acc, out}) + operand_defines("IN", in) +
+    const char* forms = tocl::kernel_forms(device).scan_parallel ? "#define SCAN_GPU_FORMS 1\n" : "";
+    const std::string source = program_prelude({in, acc, out}) + forms + operand_defines("IN", in) +
                                operand_defines("OUT", out) + "#define ACC_T " + storage_type(acc) +
                                "\n#define ACC_IS_FLOAT " + (at::isFloatingType(acc) ? "1" : "0") + "\n" +
                                tocl::embedded_sources().at("scan.cl");
@@ -65,6 +68,56 @@ const char* scan_name(int op) {
     case kMax: return "cummax";
     default: return "cummin";
   }
+}
+
+int64_t pow2_at_least(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+// The parallel form: lanes per line sized to it (short lines share a group), long lines split into
+// chunks when too few groups would run (totals, carries, then the chunks' scans).
+void scan_parallel(cl_program program, const Tensor& self, const Tensor& o, const Tensor& idx, int op,
+                   int64_t lines, int64_t N, int64_t in_step, int64_t out_step, int64_t idx_step,
+                   const ScanGeometry& g, c10::ScalarType acc) {
+  const int device = device_index(self);
+  const int stream = current_stream_of(self);
+  const auto& forms = tocl::kernel_forms(device);
+  const int64_t group = static_cast<int64_t>(forms.reduce_group);
+  const int64_t fill = static_cast<int64_t>(forms.reduce_fill_groups);
+  const int64_t lanes = std::min(group, pow2_at_least(N));
+  const int64_t units_per_group = group / lanes;
+  const int64_t groups = (lines + units_per_group - 1) / units_per_group;
+  int64_t nchunks = 1;
+  if (groups < fill && N >= 16 * lanes) nchunks = std::min((fill + groups - 1) / groups, N / (8 * lanes));
+  // Whole tiles per chunk.
+  const int64_t chunk = ((N + nchunks - 1) / nchunks + lanes - 1) / lanes * lanes;
+  nchunks = (N + chunk - 1) / chunk;
+  const int64_t units = lines * nchunks;
+  const size_t global = static_cast<size_t>((units + units_per_group - 1) / units_per_group * group);
+  const tocl::LocalArg sv{static_cast<size_t>(group) * c10::elementSize(acc)}, si{static_cast<size_t>(group) * sizeof(cl_long)};
+  const Tensor& indices = idx.defined() ? idx : o;  // unread by the value scans
+  Tensor cv = o, ci = o;                           // unread with one chunk
+  if (nchunks > 1) {
+    cv = at::empty({units}, self.options().dtype(acc));
+    ci = at::empty({units}, self.options().dtype(at::kLong));
+    cl_kernel totals = tocl::get_kernel(program, "scan_chunk_totals");
+    tocl::set_args(totals, buffer_arg(self), buffer_arg(cv), buffer_arg(ci), static_cast<cl_int>(op),
+                   static_cast<cl_long>(lines), static_cast<cl_long>(N), static_cast<cl_long>(in_step), g,
+                   static_cast<cl_long>(chunk), static_cast<cl_long>(nchunks), static_cast<cl_int>(lanes), sv, si);
+    tocl::enqueue_1d(device, stream, totals, global, group);
+    cl_kernel carries = tocl::get_kernel(program, "scan_chunk_carries");
+    tocl::set_args(carries, buffer_arg(cv), buffer_arg(ci), static_cast<cl_int>(op), static_cast<cl_long>(lines),
+                   static_cast<cl_long>(nchunks));
+    tocl::enqueue_1d(device, stream, carries, lines);
+  }
+  cl_kernel k = tocl::get_kernel(program, "scan_tiles");
+  tocl::set_args(k, buffer_arg(self), buffer_arg(o), buffer_arg(indices), buffer_arg(cv), buffer_arg(ci),
+                 static_cast<cl_int>(op), static_cast<cl_long>(lines), static_cast<cl_long>(N),
+                 static_cast<cl_long>(in_step), static_cast<cl_long>(out_step), static_cast<cl_long>(idx_step), g,
+                 static_cast<cl_long>(chunk), static_cast<cl_long>(nchunks), static_cast<cl_int>(lanes), sv, si);
+  tocl::enqueue_1d(device, stream, k, global, group);
 }
 
 // Scans `self` along `dim` into `out` (and, for cummax/cummin, `indices`), all of self's shape.
@@ -101,6 +154,16 @@ void scan_into(const Tensor& self_in, int64_t dim, const Tensor& out, int op, co
     lines *= dims[k].size;
   }
   cl_program program = scan_program(device, self.scalar_type(), acc, out.scalar_type());
+  const int64_t N = self.size(dim);
+  // A work-item per line reads adjacent memory across items only when the scanned dim is strided and
+  // there are lines enough to fill the device; otherwise the parallel form, where the forms want it.
+  const auto& forms = tocl::kernel_forms(device);
+  if (forms.scan_parallel &&
+      (self.stride(dim) == 1 || lines < 32 * static_cast<int64_t>(forms.reduce_fill_groups))) {
+    scan_parallel(program, self, o, idx, op, lines, N, self.stride(dim), o.stride(dim),
+                  idx.defined() ? idx.stride(dim) : 0, g, acc);
+    return;
+  }
   if (op == kMax || op == kMin) {
     cl_kernel k = tocl::get_kernel(program, "scan_extreme_lines");
     tocl::set_args(k, buffer_arg(self), buffer_arg(o), buffer_arg(idx), static_cast<cl_int>(op == kMax),

@@ -34,6 +34,10 @@ def _register():
 
 _register()
 
+from . import distributed as _distributed  # noqa: E402
+
+_distributed.register()
+
 from .device_module import *  # noqa: E402,F401,F403
 
 __version__ = "0.1.0"

@@ -282,15 +282,29 @@ def set_rng_state(new_state: torch.Tensor, device: _DeviceLike = "opencl") -> No
     _default_generator(_checked_index(device)).set_state(new_state)
 
 
-# --- Streams and events, RNG state of all devices, autocast (one module per concern).
+# --- Streams and events, RNG state of all devices, autocast, user kernels (one module per concern).
 
 from .amp import get_amp_supported_dtype, is_bf16_supported, is_fp16_supported  # noqa: E402
 from .random import get_rng_state_all, set_rng_state_all  # noqa: E402
 from . import random as _random, streams as _streams  # noqa: E402
 from .streams import Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream  # noqa: E402
+from .shader import LocalMemory, compile_shader  # noqa: E402
 
 __all__ += _streams.__all__ + _random.__all__ + [
     "get_amp_supported_dtype",
     "is_bf16_supported",
     "is_fp16_supported",
+    "compile_shader",
+    "LocalMemory",
 ]
+
+
+def __getattr__(name: str):
+    # Inductor looks for a renamed PrivateUse1 backend's code generators here
+    # (torch._inductor.codegen.common.init_backend_registration); importing them imports Inductor, so
+    # only when asked.
+    if name in ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen"):
+        from . import _inductor
+
+        return getattr(_inductor, name)
+    raise AttributeError(f"module 'torch.opencl' has no attribute '{name}'")

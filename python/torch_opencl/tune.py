@@ -1,6 +1,12 @@
-"""Tunes CLBlast's GEMM for this OpenCL device and saves the best parameters.
+"""Tunes GEMM for this OpenCL device and saves the best parameters.
 
     python -m torch_opencl.tune [--max-seconds 600] [--size 512] [--precision 32] [--direct-seconds 300]
+
+On a device of the GPU kernel class (runtime/kernel_forms.h), the tiles of our own GPU GEMM
+(``kernels_cl/gemm_tiled.cl``, which serves mm/bmm there) are searched first: each large and small tile
+runs the real products of training-sized shapes, checked against CPU, and the fastest are kept (about
+a minute); then CLBlast's ``Xgemm`` over a GPU-shaped space (work-group tiles of 64/128, local memory on,
+vector widths 1-4), which serves the products our kernel declines.
 
 Each candidate parameter set for CLBlast's ``Xgemm`` kernel runs through the real
 GEMM call on the device, is checked against a CPU reference, and is timed; then
@@ -28,14 +34,19 @@ XGEMM_KEYS = ("GEMMK", "KREG", "KWG", "KWI", "MDIMA", "MDIMC", "MWG", "NDIMB", "
 NEVER_INDIRECT = 1 << 30
 
 
-def candidate_space():
-    """Xgemm sets within the kernel's constraints, CPU-shaped: vectors up to 16 wide (AVX-512 holds 16
+def candidate_space(kernel_class="cpu"):
+    """Xgemm sets within the kernel's constraints. CPU-shaped: vectors up to 16 wide (AVX-512 holds 16
     floats), work-group tiles up to 256, local memory or not (SA/SB), strided or contiguous per-thread
-    elements (STRM/STRN). GEMMK=0/KREG=1 only (the notes' crash was GEMMK=1)."""
+    elements (STRM/STRN). GPU-shaped: work-group tiles of 64 or 128, 8x8 or 16x16 work-items, local
+    memory on, vectors 1-4 wide. GEMMK=0/KREG=1 only (the notes' crash was GEMMK=1)."""
+    if kernel_class == "gpu":
+        ranges = ((64, 128), (64, 128), (16, 32), (8, 16), (8, 16), (1, 2, 4), (1, 2, 4), (2, 8), (1,), (1,),
+                  (0, 1), (0, 1))
+    else:
+        ranges = ((32, 64, 128, 256), (32, 64, 128), (32, 64, 128), (4, 8, 16), (4, 8, 16), (4, 8, 16), (2, 4, 8),
+                  (2, 8, 16), (0, 1), (0, 1), (0, 1), (0, 1))
     out = []
-    for mwg, nwg, kwg, mdimc, ndimc, vwm, vwn, kwi, sa, sb, strm, strn in itertools.product(
-            (32, 64, 128, 256), (32, 64, 128), (32, 64, 128), (4, 8, 16), (4, 8, 16), (4, 8, 16), (2, 4, 8),
-            (2, 8, 16), (0, 1), (0, 1), (0, 1), (0, 1)):
+    for mwg, nwg, kwg, mdimc, ndimc, vwm, vwn, kwi, sa, sb, strm, strn in itertools.product(*ranges):
         mdima, ndimb = mdimc, ndimc
         if mwg % (mdimc * vwm) or nwg % (ndimc * vwn) or kwg % kwi:
             continue
@@ -60,6 +71,37 @@ def direct_candidate_space():
         out.append(dict(WGD=wgd, MDIMCD=mdimcd, NDIMCD=ndimcd, MDIMAD=mdimcd, NDIMBD=ndimcd, KWID=kwid, VWMD=vwmd,
                         VWND=vwnd, PADA=pada, PADB=padb))
     return out
+
+
+# Our tiled GPU GEMM (kernels_cl/gemm_tiled.cl): tiles of 64 rm x 64 rn, K stages of bk.
+TILED_LARGE = ((2, 2, 8), (2, 2, 4), (2, 2, 16), (2, 1, 8), (1, 2, 8))
+TILED_SMALL = ((1, 1, 16), (1, 1, 8), (1, 1, 32))
+# (m, n, k): square, a transformer's projections and an MLP's layers (the large tile); products with few
+# output tiles (the small one).
+TILED_LARGE_SHAPES = ((2048, 2048, 2048), (8192, 1152, 384), (8192, 384, 1536))
+TILED_SMALL_SHAPES = ((512, 2048, 784), (256, 384, 2048))
+
+
+def _measure_shapes(torch, shapes, reps):
+    """Total median seconds of the products at `shapes` and their largest error against float64 CPU."""
+    total, worst = 0.0, 0.0
+    for m, n, k in shapes:
+        g = torch.Generator().manual_seed(0)
+        a, b = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
+        ref = a.double() @ b.double()
+        da, db = a.to("opencl"), b.to("opencl")
+        c = torch.mm(da, db)
+        worst = max(worst, ((c.cpu().double() - ref).abs().max() / ref.abs().max()).item())
+        times = []
+        for _ in range(reps):
+            torch.opencl.synchronize()
+            t = time.perf_counter()
+            torch.mm(da, db)
+            torch.opencl.synchronize()
+            times.append(time.perf_counter() - t)
+        times.sort()
+        total += times[len(times) // 2]
+    return total, worst
 
 
 # --- worker: runs in its own process, one JSON request per line on stdin.
@@ -91,6 +133,19 @@ def worker():
     for line in sys.stdin:
         req = json.loads(line)
         dtype = torch.float32 if req["bits"] == 32 else torch.float64
+        if "tile" in req:  # our tiled GEMM with one tile forced
+            try:
+                _C._set_tiled_gemm_enabled(True)
+                _C._override_tiled_gemm_plan((*req["tile"], 1))
+                seconds, err = _measure_shapes(torch, req["shapes"], req["reps"])
+                reply = {"seconds": seconds, "error": err}
+            except Exception as e:
+                reply = {"failed": str(e).splitlines()[0][:200]}
+            finally:
+                _C._override_tiled_gemm_plan(None)
+            print(json.dumps(reply), flush=True)
+            continue
+        _C._set_tiled_gemm_enabled(False)  # time CLBlast
         try:
             for kernel, params in req["sets"].items():
                 _C._gemm_override(req["device"], kernel, req["bits"], {k: int(v) for k, v in params.items()})
@@ -128,6 +183,28 @@ class Pool:
             self.proc = None
 
 
+def tune_tiled(pool, reps=5, tolerance=1e-4, progress=True, large=TILED_LARGE, small=TILED_SMALL,
+               large_shapes=TILED_LARGE_SHAPES, small_shapes=TILED_SMALL_SHAPES):
+    """The fastest accurate large and small tiles of our tiled GEMM: {"LARGE_RM": .., ..., "SMALL_BK": ..},
+    the timings of every candidate, and the seconds the defaults (the first of each list) took."""
+    from tqdm import tqdm
+    chosen, table = {}, []
+    for label, tiles, shapes in (("LARGE", large, large_shapes), ("SMALL", small, small_shapes)):
+        best = None
+        for tile in tqdm(tiles, desc=f"tiled GEMM, {label.lower()} tile", disable=not progress):
+            r = pool.run({"bits": 32, "tile": list(tile), "shapes": [list(s) for s in shapes], "reps": reps},
+                         timeout=300)
+            ok = "seconds" in r and r["error"] <= tolerance
+            table.append({"tile": label.lower(), "rm_rn_bk": list(tile), **r, "ok": ok})
+            if ok and (best is None or r["seconds"] < best[1]):
+                best = (tile, r["seconds"])
+        if best is None:
+            raise RuntimeError(f"no {label.lower()} tile of the tiled GEMM passed; nothing saved")
+        for key, value in zip(("RM", "RN", "BK"), best[0]):
+            chosen[f"{label}_{key}"] = value
+    return chosen, table
+
+
 def tune(device=0, bits=32, n=512, max_seconds=600.0, max_candidates=None, seed=0, tolerance=None, progress=True,
          save=True, switch_sizes=(64, 128, 256, 512, 1024), direct_seconds=0.0, direct_size=192):
     import torch
@@ -139,13 +216,21 @@ def tune(device=0, bits=32, n=512, max_seconds=600.0, max_candidates=None, seed=
     tolerance = tolerance or (1e-4 if bits == 32 else 1e-10)
     start = time.monotonic()
     builtin = _C._gemm_builtin_parameters(device, bits)
-    candidates = candidate_space()
+    kernel_class = _C._device_properties(device)["kernel_class"]
+    tiled, tiled_table = None, []
+    pool = Pool(device)
+    if kernel_class == "gpu" and bits == 32:
+        try:
+            tiled, tiled_table = tune_tiled(pool, tolerance=tolerance, progress=progress)
+        except BaseException:
+            pool.close()
+            raise
+    candidates = candidate_space(kernel_class)
     random.Random(seed).shuffle(candidates)
     if "Xgemm" in builtin:
         candidates.insert(0, dict(builtin["Xgemm"]))
     if max_candidates is not None:
         candidates = candidates[:max_candidates]
-    pool = Pool(device)
     best, results = None, []
     try:
         from tqdm import tqdm
@@ -188,6 +273,8 @@ def tune(device=0, bits=32, n=512, max_seconds=600.0, max_candidates=None, seed=
     finally:
         pool.close()
     chosen = {"Xgemm": best["params"]}
+    if tiled:
+        chosen["TiledGemm"] = tiled
     if direct:
         chosen["XgemmDirect"] = direct["params"]
     if switch is not None:
@@ -210,7 +297,7 @@ def tune(device=0, bits=32, n=512, max_seconds=600.0, max_candidates=None, seed=
         with open(tmp, "w") as f:
             json.dump(saved, f, indent=1, sort_keys=True)
         os.replace(tmp, path)
-    return {"path": path, "parameters": chosen, "gflops": best["gflops"], "results": results}
+    return {"path": path, "parameters": chosen, "gflops": best["gflops"], "results": results, "tiled": tiled_table}
 
 
 def _search_direct(pool, bits, builtin, max_seconds, n, max_candidates, seed, tolerance, progress, results):
@@ -271,6 +358,9 @@ def main(argv=None):
     r = tune(args.device, args.precision, args.size, args.max_seconds, args.max_candidates, args.seed,
              direct_seconds=args.direct_seconds, direct_size=args.direct_size)
     failed = sum(1 for x in r["results"] if not x["ok"])  # both kernels' candidates
+    for row in r["tiled"]:
+        took = f"{row['seconds'] * 1e3:.2f} ms" if "seconds" in row else row.get("failed", "")
+        print(f"tiled GEMM {row['tile']} tile rm,rn,bk={row['rm_rn_bk']}: {took}{'' if row['ok'] else ' (rejected)'}")
     print(f"best {r['gflops']:.1f} GFLOP/s at n={args.size} over {len(r['results'])} candidates "
           f"({failed} failed or inaccurate)")
     print(json.dumps(r["parameters"], sort_keys=True))

@@ -7,9 +7,11 @@
 
 #include "aten/autocast.h"
 #include "aten/native/gemm_small.h"
+#include "aten/native/gemm_tiled.h"
 #include "aten/generator.h"
 
 #include "fallback/fallback.h"
+#include "python/torch_opencl/csrc/bindings.h"
 #include "runtime/allocator.h"
 #include "runtime/device.h"
 #include "runtime/embedded_sources.h"
@@ -25,6 +27,10 @@
 #include <clblast.h>
 
 namespace py = pybind11;
+
+namespace torch_opencl {
+void bind_user_kernels(py::module& m);  // user_kernels.cpp
+}
 
 namespace {
 
@@ -53,6 +59,7 @@ py::dict device_properties(int index) {
   const auto& forms = tocl::kernel_forms(index);
   p["kernel_class"] = tocl::kernel_class_name(forms.kernel_class);
   p["kernel_class_reason"] = forms.reason;
+  p["row_group"] = forms.row_group;
   p["extensions"] = d.extensions;
   p["platform_index"] = d.platform_index;
   p["index_in_platform"] = d.index_in_platform;
@@ -189,6 +196,12 @@ PYBIND11_MODULE(_C, m) {
   m.def("_program_cache_location", &tocl::cache_location);
   m.def("_force_binaries_on_disk", &tocl::force_binaries_on_disk);
   m.def("_error_name", &tocl::error_name);
+  m.def("_embedded_source", [](const std::string& name) {
+    const auto& sources = tocl::embedded_sources();
+    auto it = sources.find(name);
+    TORCH_CHECK(it != sources.end(), "No embedded OpenCL source named '", name, "'");
+    return it->second;
+  });
   m.def("_launch_count", &tocl::launch_count);
 
   m.def("_clblast_version", &clblast_version);
@@ -200,6 +213,20 @@ PYBIND11_MODULE(_C, m) {
     if (limit) torch_opencl::set_small_gemm_limit(*limit);
     return old;
   }, py::arg("limit") = py::none());
+  // The tiled GPU GEMM's plan for a product, and a process-wide plan override for tests.
+  m.def("_tiled_gemm_plan", [](int device, int64_t m, int64_t n, int64_t k, int64_t batch, bool dbl) {
+    const auto p = torch_opencl::plan_tiled_gemm(device, dbl ? at::kDouble : at::kFloat, m, n, k, batch);
+    return std::make_tuple(p.rm, p.rn, p.bk, p.splits);
+  });
+  m.def("_override_tiled_gemm_plan", [](std::optional<std::tuple<int, int, int, int>> plan) {
+    if (!plan) return torch_opencl::override_tiled_gemm_plan(std::nullopt);
+    const auto [rm, rn, bk, splits] = *plan;
+    TORCH_CHECK(rm >= 1 && rm <= 2 && rn >= 1 && rn <= 2 && (bk == 4 || bk == 8 || bk == 16 || bk == 32) &&
+                    splits >= 1,
+                "a tiled GEMM plan is (rm, rn, bk, splits) with rm, rn in {1, 2}, bk in {4, 8, 16, 32}, splits >= 1");
+    torch_opencl::override_tiled_gemm_plan(torch_opencl::TiledGemmPlan{rm, rn, bk, splits});
+  });
+  m.def("_set_tiled_gemm_enabled", &torch_opencl::set_tiled_gemm_enabled);
   m.def("_gemm_builtin_parameters", &tocl::builtin_gemm_parameters);
   m.def("_gemm_override", [](int device, const std::string& kernel, int bits, const std::map<std::string, size_t>& p) {
     tocl::ensure_gemm_tuning(device);
@@ -208,6 +235,20 @@ PYBIND11_MODULE(_C, m) {
   // False where torch lacks the PrivateUse1 profiler registry (torch 2.11): torch.profiler then shows
   // operators but not the device's kernels; the legacy profiler still times them.
   m.def("_has_kineto_plugin", [] { return static_cast<bool>(TORCH_OPENCL_KINETO_PLUGIN); });
+  // Test support: a stream held until released (a barrier waiting on a user event), so a test can tell
+  // which stream work went to whatever the device's speed.
+  m.def("_hold_stream", [](int device, int stream) {
+    cl_int err = CL_SUCCESS;
+    cl_event gate = clCreateUserEvent(tocl::context(device), &err);
+    TOCL_CHECK(err);
+    TOCL_CHECK(clEnqueueBarrierWithWaitList(tocl::queue(device, stream), 1, &gate, nullptr));
+    return reinterpret_cast<uintptr_t>(gate);
+  });
+  m.def("_release_stream_hold", [](uintptr_t handle) {
+    cl_event gate = reinterpret_cast<cl_event>(handle);
+    TOCL_CHECK(clSetUserEventStatus(gate, CL_COMPLETE));
+    TOCL_CHECK(clReleaseEvent(gate));
+  });
   m.def("_opencl_headers_version", [] { return CL_TARGET_OPENCL_VERSION; });
 
   m.def("_default_generator", [](int device) {
@@ -220,5 +261,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("_fallback_mode", &torch_opencl::fallback_mode_name);
   m.def("_set_fallback_mode", &torch_opencl::set_fallback_mode);
 
+  torch_opencl::bind_user_kernels(m);
+
   m.def("_autocast_apply_default", &torch_opencl::apply_default_autocast_dtype);
+
+  torch_opencl::bind_distributed(m);
 }

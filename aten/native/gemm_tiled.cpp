@@ -1,0 +1,151 @@
+#include "aten/native/gemm_tiled.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "aten/kernel_support/cl_types.h"
+#include "aten/kernel_support/opencl_tensor.h"
+#include "runtime/embedded_sources.h"
+#include "runtime/kernel_forms.h"
+#include "runtime/launch.h"
+#include "runtime/program_cache.h"
+
+namespace torch_opencl {
+namespace {
+
+// Grid dimensions 1 and 2 stay under CUDA's 65535 blocks (NVIDIA's OpenCL maps the grid onto it).
+constexpr int64_t kMaxGridYZ = 65535;
+constexpr int kGroupSide = 16;  // WGX = WGY in gemm_tiled.cl
+
+std::mutex g_override_mutex;
+std::optional<TiledGemmPlan> g_override;
+std::atomic<bool> g_enabled{true};
+
+cl_program program_for(int device, c10::ScalarType type, const TiledGemmPlan& p) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int, c10::ScalarType, int, int, int>, cl_program> programs;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& program = programs[{device, type, p.rm, p.rn, p.bk}];
+  if (!program) {
+    const std::string t = storage_type(type);
+    const std::string source = program_prelude({type}) + "#define T " + t + "\n#define ACC " + t +
+                               "\n#define RM " + std::to_string(p.rm) + "\n#define RN " + std::to_string(p.rn) +
+                               "\n#define BK " + std::to_string(p.bk) + "\n" +
+                               tocl::embedded_sources().at("gemm_tiled.cl");
+    program = tocl::get_program(device, source);
+  }
+  return program;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t groups_of(const tocl::KernelForms::GemmTile& t, int64_t m, int64_t n, int64_t batch) {
+  return ceil_div(m, 64 * t.rm) * ceil_div(n, 64 * t.rn) * batch;
+}
+
+}  // namespace
+
+TiledGemmPlan plan_tiled_gemm(int device, c10::ScalarType type, int64_t m, int64_t n, int64_t k, int64_t batch) {
+  {
+    std::lock_guard<std::mutex> lock(g_override_mutex);
+    if (g_override) return *g_override;
+  }
+  const auto& forms = tocl::kernel_forms(device);
+  const int64_t units = static_cast<int64_t>(forms.compute_units);
+  // Doubles keep the small tile: 16 double accumulators per work-item, not 64.
+  const bool large_fits = type != at::kDouble;
+  const auto& large = forms.gemm_large;
+  const auto& small = forms.gemm_small;
+  // K splits that give `groups` tiles two waves, each part at least 256 deep (1: no split).
+  const auto splits_for = [&](int64_t groups) {
+    return static_cast<int>(std::max<int64_t>(1, std::min(ceil_div(2 * units, groups), k / 256)));
+  };
+  if (large_fits) {
+    // The large tile does the most work per load: kept while it, or its K split, fills a wave.
+    const int64_t groups = groups_of(large, m, n, batch);
+    if (groups >= units) return {large.rm, large.rn, large.bk, 1};
+    const int splits = splits_for(groups);
+    if (groups * splits >= units) return {large.rm, large.rn, large.bk, splits};
+  }
+  const int64_t groups = groups_of(small, m, n, batch);
+  return {small.rm, small.rn, small.bk, groups >= units ? 1 : splits_for(groups)};
+}
+
+void set_tiled_gemm_enabled(bool enabled) { g_enabled.store(enabled); }
+
+void override_tiled_gemm_plan(std::optional<TiledGemmPlan> plan) {
+  std::lock_guard<std::mutex> lock(g_override_mutex);
+  g_override = plan;
+}
+
+bool tiled_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta) {
+  const int64_t d = c.dim();
+  const int64_t batch = d == 3 ? c.size(0) : 1;
+  const int64_t m = c.size(d - 2), n = c.size(d - 1), k = a.size(d - 1);
+  const int device = device_index(c);
+  if (!g_enabled.load(std::memory_order_relaxed) || !tocl::kernel_forms(device).tiled_gemm) return false;
+  // 32-bit sizes and in-matrix indices in the kernel.
+  if (m >= (int64_t(1) << 31) || n >= (int64_t(1) << 31) || k >= (int64_t(1) << 31)) return false;
+  // An output whose elements overlap (an expanded one) goes to CLBlast's path, which copies it.
+  if ((m > 1 && c.stride(d - 2) == 0) || (n > 1 && c.stride(d - 1) == 0) || (d == 3 && batch > 1 && c.stride(0) == 0))
+    return false;
+  const TiledGemmPlan plan = plan_tiled_gemm(device, c.scalar_type(), m, n, k, batch);
+  const int64_t tiles_m = ceil_div(m, 64 * plan.rm), tiles_n = ceil_div(n, 64 * plan.rn);
+  if (tiles_n > kMaxGridYZ) return false;
+  const int splits = std::max(1, plan.splits);
+  // Each split's K range is whole stages.
+  const int64_t k_chunk = splits == 1 ? k : ceil_div(ceil_div(k, splits), plan.bk) * plan.bk;
+  const int used_splits = static_cast<int>(ceil_div(k, k_chunk));
+
+  const auto stride = [&](const at::Tensor& t, int64_t dim) -> cl_long {
+    return t.size(dim) == 1 ? 0 : static_cast<cl_long>(t.stride(dim));
+  };
+  const bool dbl = c.scalar_type() == at::kDouble;
+  const float alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);
+  const tocl::RawArg al{dbl ? sizeof(double) : sizeof(float), dbl ? static_cast<const void*>(&alpha) : &alpha_f};
+  const tocl::RawArg be{dbl ? sizeof(double) : sizeof(float), dbl ? static_cast<const void*>(&beta) : &beta_f};
+  const cl_program program = program_for(device, c.scalar_type(), plan);
+  const int stream = current_stream_of(c);
+
+  // Split K writes each part's product into a workspace (batch * splits matrices of m x n), then adds them.
+  at::Tensor partial;
+  tocl::BufferArg c_arg = buffer_arg(c);
+  cl_long c_si = stride(c, d - 2), c_sj = stride(c, d - 1), c_bs = d == 3 ? stride(c, 0) : 0;
+  if (used_splits > 1) {
+    partial = at::empty({batch * used_splits, m, n}, c.options());
+    c_arg = buffer_arg(partial);
+    c_si = n;
+    c_sj = 1;
+    c_bs = m * n;
+  }
+  cl_kernel kernel = tocl::get_kernel(program, "gemm_tiled");
+  const int64_t z_total = batch * used_splits;
+  for (int64_t z0 = 0; z0 < z_total; z0 += kMaxGridYZ) {
+    const int64_t zs = std::min(kMaxGridYZ, z_total - z0);
+    tocl::set_args(kernel, buffer_arg(a), buffer_arg(b), c_arg, static_cast<cl_int>(m), static_cast<cl_int>(n),
+                   static_cast<cl_int>(k), stride(a, d - 2), stride(a, d - 1), stride(b, d - 2), stride(b, d - 1),
+                   c_si, c_sj, d == 3 ? stride(a, 0) : cl_long(0), d == 3 ? stride(b, 0) : cl_long(0), c_bs,
+                   static_cast<cl_int>(used_splits), static_cast<cl_int>(k_chunk), al, be, static_cast<cl_ulong>(z0));
+    const size_t global[3] = {static_cast<size_t>(tiles_m * kGroupSide), static_cast<size_t>(tiles_n * kGroupSide),
+                              static_cast<size_t>(zs)};
+    const size_t local[3] = {kGroupSide, kGroupSide, 1};
+    tocl::enqueue_3d(device, stream, kernel, global, local);
+  }
+  if (used_splits > 1) {
+    cl_kernel sum = tocl::get_kernel(program, "sum_splits");
+    const int64_t total = batch * m * n;
+    tocl::set_args(sum, buffer_arg(partial), buffer_arg(c), static_cast<cl_int>(m), static_cast<cl_int>(n),
+                   static_cast<cl_int>(used_splits), stride(c, d - 2), stride(c, d - 1),
+                   d == 3 ? stride(c, 0) : cl_long(0), be, static_cast<cl_ulong>(total));
+    tocl::enqueue_1d(device, stream, sum, static_cast<size_t>(total), 256);
+  }
+  return true;
+}
+
+}  // namespace torch_opencl

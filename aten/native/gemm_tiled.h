@@ -1,0 +1,33 @@
+#pragma once
+// Our GEMM shaped for GPUs (kernels_cl/gemm_tiled.cl): mm/addmm/bmm/baddbmm on devices of the GPU
+// kernel class, every batch in one launch, operands read in place with any strides.
+// aten/native/blas.cpp asks it first (after the CPU-class kernel, gemm_small.h) and falls back to CLBlast.
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <optional>
+
+namespace torch_opencl {
+
+// How one product runs: the tile (64 rm x 64 rn, K stages of bk) and the number of K splits.
+struct TiledGemmPlan {
+  int rm = 1, rn = 1, bk = 16;
+  int splits = 1;
+};
+
+// The plan for an (m, n, k) product over `batch` matrices of `type` on `device`.
+TiledGemmPlan plan_tiled_gemm(int device, c10::ScalarType type, int64_t m, int64_t n, int64_t k, int64_t batch);
+
+// Makes every tiled GEMM of this process use `plan` (tests reach each path with it); nullopt restores
+// the device's plans.
+void override_tiled_gemm_plan(std::optional<TiledGemmPlan> plan);
+
+// Turns the kernel off (and on) for this process: the tuner times CLBlast on GPU-class devices with it off.
+void set_tiled_gemm_enabled(bool enabled);
+
+// c = alpha * a @ b + beta * c with a (.., m, k), b (.., k, n), c (.., m, n), 2-D or 3-D (batch first,
+// any batch strides including 0 for a and b), when the device's kernel forms choose this kernel;
+// false (nothing done) otherwise. beta == 0 ignores c's old values. k >= 1.
+bool tiled_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta);
+
+}  // namespace torch_opencl

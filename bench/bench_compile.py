@@ -1,0 +1,169 @@
+"""torch.compile against eager on the same opencl device, in one process.
+
+For the three training steps of bench_training.py (MLP, digits CNN, transformer: forward, backward,
+clip_grad_norm_, optimizer step; compiled means torch.compile of the model with its loss, the
+optimizer's foreach kernels stay eager unless --compile-optimizer compiles the function that clips and
+steps) and a few
+fusion-heavy blocks (GELU MLP, LayerNorm + residual, softmax attention; forward and backward), prints
+the median time of eager and compiled, their ratio, the kernel launches of each per step, and how
+long Inductor took to compile (first call, warm program cache or not).
+
+    .venv/bin/python bench/bench_compile.py [--steps 20] [--warmup 3] [--only mlp,transformer]
+"""
+import argparse
+import math
+import os
+import statistics
+import sys
+import time
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_training import digits_cnn, mlp, transformer  # noqa: E402
+
+
+def gelu_mlp():
+    model = nn.Sequential(nn.Linear(256, 1024), nn.GELU(), nn.Linear(1024, 256))
+    x = torch.randn(256, 256)
+    return model, (x,), lambda m, x: m(x).square().mean()
+
+
+class LayerNormResidual(nn.Module):
+    def __init__(self, width=512):
+        super().__init__()
+        self.ln = nn.LayerNorm(width)
+        self.scale = nn.Parameter(torch.ones(width))
+
+    def forward(self, x):
+        return x + self.ln(x) * self.scale
+
+
+def layernorm_residual():
+    return LayerNormResidual(), (torch.randn(1024, 512),), lambda m, x: m(x).sum()
+
+
+class SoftmaxAttention(nn.Module):
+    """Attention written out (matmul, scale, causal mask, softmax, matmul), as models do by hand."""
+
+    def forward(self, q, k, v):
+        t = q.shape[-2]
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        mask = torch.ones(t, t, dtype=torch.bool, device=q.device).tril()
+        scores = scores.masked_fill(~mask, float("-inf"))
+        return F.softmax(scores, dim=-1) @ v
+
+
+def softmax_attention():
+    q, k, v = (torch.randn(8, 4, 64, 32) for _ in range(3))
+    return SoftmaxAttention(), (q, k, v), lambda m, q, k, v: m(q, k, v).sum()
+
+
+def launches():
+    return torch.opencl._C._launch_count()
+
+
+def measure(step, steps, warmup):
+    """(median ms, kernel launches per step, seconds of the first call)."""
+    torch.opencl.synchronize()
+    t0 = time.perf_counter()
+    step()
+    torch.opencl.synchronize()
+    first = time.perf_counter() - t0
+    for _ in range(warmup):
+        step()
+    torch.opencl.synchronize()
+    before = launches()
+    step()
+    torch.opencl.synchronize()
+    per_step = launches() - before
+    times = []
+    for _ in range(steps):
+        torch.opencl.synchronize()
+        t0 = time.perf_counter()
+        step()
+        torch.opencl.synchronize()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3, per_step, first
+
+
+def training_step(make, compiled, compile_optimizer=False):
+    torch.manual_seed(0)
+    model, (x, y), make_opt, loss_fn = make()
+    model, x, y = model.to("opencl"), x.to("opencl"), y.to("opencl")
+    opt = make_opt(model)
+    forward_loss = torch.compile(lambda x, y: loss_fn(model, x, y)) if compiled else (lambda x, y: loss_fn(model, x, y))
+
+    def update():
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+
+    update_run = torch.compile(update) if compiled and compile_optimizer else update
+
+    def step():
+        opt.zero_grad()
+        loss = forward_loss(x, y)
+        loss.backward()
+        update_run()
+
+    return step
+
+
+def block_step(make, compiled):
+    torch.manual_seed(0)
+    model, inputs, loss_fn = make()
+    model = model.to("opencl")
+    inputs = [t.to("opencl").requires_grad_() for t in inputs]
+    run = torch.compile(model) if compiled else model
+
+    def step():
+        for t in inputs:
+            t.grad = None
+        model.zero_grad()
+        loss_fn(run, *inputs).backward()
+
+    return step
+
+
+WORKLOADS = {
+    "mlp": ("MLP step", training_step, mlp),
+    "cnn": ("digits CNN step", training_step, digits_cnn),
+    "transformer": ("transformer step", training_step, transformer),
+    "gelu_mlp": ("GELU MLP fwd+bwd", block_step, gelu_mlp),
+    "layernorm": ("LayerNorm+residual", block_step, layernorm_residual),
+    "attention": ("softmax attention", block_step, softmax_attention),
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--only", default=",".join(WORKLOADS), help="comma-separated: " + ", ".join(WORKLOADS))
+    parser.add_argument("--compile-optimizer", action="store_true",
+                        help="also torch.compile clip_grad_norm_ + optimizer.step (one kernel per parameter)")
+    args = parser.parse_args()
+    import torch_opencl  # noqa: F401
+
+    torch.opencl.set_fallback_mode("silent")
+    print(f"device: {torch.opencl.get_device_name()} | torch {torch.__version__} | median of {args.steps} steps")
+    print(f"{'workload':<22}{'eager ms':>10}{'compiled ms':>13}{'ratio':>8}{'launches eager':>16}"
+          f"{'compiled':>10}{'fewer':>7}{'compile s':>11}")
+    for key in args.only.split(","):
+        name, make_step, make = WORKLOADS[key]
+        extra = {"compile_optimizer": True} if args.compile_optimizer and make_step is training_step else {}
+        eager_ms, eager_launches, _ = measure(make_step(make, False), args.steps, args.warmup)
+        torch._dynamo.reset()
+        compiled_ms, compiled_launches, compile_s = measure(make_step(make, True, **extra), args.steps, args.warmup)
+        fewer = eager_launches / max(compiled_launches, 1)
+        print(f"{name:<22}{eager_ms:>10.2f}{compiled_ms:>13.2f}{compiled_ms / eager_ms:>8.2f}{eager_launches:>16}"
+              f"{compiled_launches:>10}{fewer:>6.1f}x{compile_s:>11.1f}", flush=True)
+    fallback = torch_opencl._inductor.fallback.stats() if "torch_opencl._inductor" in sys.modules else {}
+    print("operators kept on eager ATen kernels by the compiler:", ", ".join(sorted(fallback)) or "none")
+    print("operators on the CPU fallback:", ", ".join(sorted(torch.opencl.fallback_stats())) or "none")
+
+
+if __name__ == "__main__":
+    main()

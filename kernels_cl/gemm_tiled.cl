@@ -1,0 +1,146 @@
+// GEMM shaped for GPUs: C[z] = alpha * A[z] @ B[z] + beta * C[z] over a batch (grid dimension 2),
+// a BM x BN tile of C per work-group of 16 x 16 work-items, the K loop staged through local memory
+// BK at a time, the next stage's loads issued (into registers) before the current stage's math.
+// The host (aten/native/gemm_tiled.cpp) prepends the prelude and:
+//   T, ACC      element and accumulation type (float/float, double/double)
+//   RM, RN      4-row (4-column) groups per work-item: a work-item computes (4 RM) x (4 RN) of C,
+//               so BM = 64 RM and BN = 64 RN
+//   BK          the K depth of one stage
+// Operands have any strides (sizes and strides are arguments, one program per configuration):
+//   A(i, k) = a[i * a_si + k * a_sk], B(k, j) = b[k * b_sk + j * b_sj], C(i, j) = c[i * c_si + j * c_sj]
+// Global loads are coalesced along whichever dimension of an operand is contiguous (a uniform branch).
+// A work-item's rows are {g * BM / RM + 4 ly + r} and columns {h * BN / RN + 4 lx + s}: consecutive
+// work-items read consecutive float4s of local memory (no bank conflicts) and store adjacent columns.
+//
+// Split K: grid dimension 2 counts batch * splits; work-group z takes K range [(z % splits) * k_chunk,
+// +k_chunk) of matrix z / splits and writes its partial product (alpha applied, beta ignored) as matrix
+// z of C; sum_splits then adds the partials into the real C with beta.
+
+#define WGX 16
+#define WGY 16
+#define NT (WGX * WGY)
+#define BM (64 * RM)
+#define BN (64 * RN)
+#define TM (4 * RM)
+#define TN (4 * RN)
+#define PAD 4  // keeps rows 16-byte aligned for vector reads; stores see at most 2-way conflicts
+#define A_PER (BM * BK / NT)
+#define B_PER (BK * BN / NT)
+
+#define VEC4_(t) t##4
+#define VEC4(t) VEC4_(t)
+
+__kernel __attribute__((reqd_work_group_size(WGX, WGY, 1)))
+void gemm_tiled(__global const T* restrict a, ulong a_off, __global const T* restrict b, ulong b_off,
+                __global T* restrict c, ulong c_off, int M, int N, int K, long a_si, long a_sk, long b_sk,
+                long b_sj, long c_si, long c_sj, long a_bs, long b_bs, long c_bs, int splits, int k_chunk,
+                ACC alpha, ACC beta, ulong z_base) {
+  __local T As[BK][BM + PAD];
+  __local T Bs[BK][BN + PAD];
+  const int lx = get_local_id(0), ly = get_local_id(1);
+  const int t = ly * WGX + lx;
+  const int m0 = get_group_id(0) * BM, n0 = get_group_id(1) * BN;
+  const ulong z = z_base + get_group_id(2);
+  const ulong batch = z / splits;
+  const int k_begin = (int)(z % splits) * k_chunk;
+  const int k_end = min(K, k_begin + k_chunk);
+  a += a_off + batch * a_bs + (long)k_begin * a_sk;
+  b += b_off + batch * b_bs + (long)k_begin * b_sk;
+  c += c_off + z * c_bs;
+  const int kk_len = k_end - k_begin;
+  // Which dimension each work-item walks when loading: along the contiguous one of each operand.
+  const bool a_k_inner = a_sk == 1;
+  const bool b_n_inner = b_sj == 1 || b_sk != 1;
+
+  ACC acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = (ACC)0;
+
+  T ra[A_PER], rb[B_PER];
+  // Loads stage k0's tiles into registers (zeros outside the matrices).
+#define LOAD_STAGE(k0)                                                                  \
+  {                                                                                     \
+    for (int p = 0; p < A_PER; ++p) {                                                   \
+      const int e = t + p * NT;                                                         \
+      const int mm = a_k_inner ? e / BK : e % BM, kk = a_k_inner ? e % BK : e / BM;     \
+      const int gi = m0 + mm, gk = (k0) + kk;                                           \
+      ra[p] = (gi < M && gk < kk_len) ? a[gi * a_si + gk * a_sk] : (T)0;                \
+    }                                                                                   \
+    for (int p = 0; p < B_PER; ++p) {                                                   \
+      const int e = t + p * NT;                                                         \
+      const int nn = b_n_inner ? e % BN : e / BK, kk = b_n_inner ? e / BN : e % BK;     \
+      const int gj = n0 + nn, gk = (k0) + kk;                                           \
+      rb[p] = (gj < N && gk < kk_len) ? b[gk * b_sk + gj * b_sj] : (T)0;                \
+    }                                                                                   \
+  }
+  LOAD_STAGE(0)
+  for (int k0 = 0; k0 < kk_len; k0 += BK) {
+    barrier(CLK_LOCAL_MEM_FENCE);  // the previous stage's reads are done
+#pragma unroll
+    for (int p = 0; p < A_PER; ++p) {
+      const int e = t + p * NT;
+      As[a_k_inner ? e % BK : e / BM][a_k_inner ? e / BK : e % BM] = ra[p];
+    }
+#pragma unroll
+    for (int p = 0; p < B_PER; ++p) {
+      const int e = t + p * NT;
+      Bs[b_n_inner ? e / BN : e % BK][b_n_inner ? e % BN : e / BK] = rb[p];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (k0 + BK < kk_len) LOAD_STAGE(k0 + BK)  // in flight while this stage computes
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      T av[TM], bv[TN];
+#pragma unroll
+      for (int g = 0; g < RM; ++g) {
+        const VEC4(T) v = vload4(0, &As[kk][g * (BM / RM) + 4 * ly]);
+        av[4 * g] = v.x; av[4 * g + 1] = v.y; av[4 * g + 2] = v.z; av[4 * g + 3] = v.w;
+      }
+#pragma unroll
+      for (int h = 0; h < RN; ++h) {
+        const VEC4(T) v = vload4(0, &Bs[kk][h * (BN / RN) + 4 * lx]);
+        bv[4 * h] = v.x; bv[4 * h + 1] = v.y; bv[4 * h + 2] = v.z; bv[4 * h + 3] = v.w;
+      }
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = fma((ACC)av[i], (ACC)bv[j], acc[i][j]);
+    }
+  }
+#undef LOAD_STAGE
+
+  // C = alpha * acc + beta * C; beta == 0 never reads C (its old values may be NaN).
+  const bool partial = splits > 1;
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int gi = m0 + (i / 4) * (BM / RM) + 4 * ly + (i % 4);
+    if (gi >= M) continue;
+#pragma unroll
+    for (int j = 0; j < TN; ++j) {
+      const int gj = n0 + (j / 4) * (BN / RN) + 4 * lx + (j % 4);
+      if (gj >= N) continue;
+      __global T* p = c + gi * c_si + gj * c_sj;
+      ACC r = alpha * acc[i][j];
+      if (!partial && beta != (ACC)0) r = fma(beta, (ACC)*p, r);
+      *p = (T)r;
+    }
+  }
+}
+
+// C[b](i, j) = sum over s of W[b * splits + s](i, j) (row-major M x N, contiguous) + beta * C[b](i, j).
+__kernel void sum_splits(__global const T* restrict w, ulong w_off, __global T* restrict c, ulong c_off, int M,
+                         int N, int splits, long c_si, long c_sj, long c_bs, ACC beta, ulong total) {
+  const ulong g = get_global_id(0);
+  if (g >= total) return;
+  w += w_off;
+  const ulong mn = (ulong)M * N;
+  const ulong bt = g / mn;
+  const int i = (int)((g % mn) / N), j = (int)(g % N);
+  ACC r = (ACC)0;
+  for (int s = 0; s < splits; ++s) r += w[(bt * splits + s) * mn + (ulong)i * N + j];
+  __global T* p = c + c_off + bt * c_bs + i * c_si + j * c_sj;
+  if (beta != (ACC)0) r = fma(beta, (ACC)*p, r);
+  *p = (T)r;
+}

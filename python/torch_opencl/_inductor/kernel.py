@@ -1,0 +1,562 @@
+"""One generated OpenCL kernel: Inductor's loop IR (a SIMDKernel) written as OpenCL C.
+
+The shape follows Inductor's Metal kernel (torch/_inductor/codegen/mps.py) with the device's kernel
+class (runtime/kernel_forms.h) choosing the form of reductions:
+
+* CPU form (pointwise and reductions): a few work-items per core, each walking a contiguous chunk of
+  the outputs (rows) in a loop, the reduction of a row in an inner loop. What does not depend on the
+  output index (a load at a fixed index, an optimizer's bias correction computed from it) is computed
+  once per work-item before the loop: PoCL would otherwise repeat it for every element (its work-item
+  loops do not hoist it), and a loop over a contiguous chunk is what its compiler vectorises.
+* GPU form, pointwise: one work-item per output element, bound-checked.
+* GPU form, reductions: one work-group of RG work-items per output row; each strides over the row,
+  then the partial results meet in local memory (a tree of RG/2, RG/4, ... steps).
+
+Each reduction loop is a "phase"; code after a reduction that reads its result (the normalisation of a
+layer norm, the division of a softmax) runs in the next phase's loop, as Triton's looped reductions do.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+from collections import Counter
+from typing import Any
+
+import sympy
+import torch
+from torch._inductor.codegen.common import CSE, DeferredLine, IndentedBuffer
+from torch._inductor.codegen.simd import IterationRangesEntry, SIMDKernel
+from torch._inductor.utils import get_kernel_metadata  # noqa: F401  (re-exported for scheduling)
+from torch._inductor.virtualized import V
+from torch.utils._ordered_set import OrderedSet
+from torch.utils._sympy.printers import PythonPrinter
+
+from .overrides import OpenCLOverrides, Unsupported, compute_type, highest, literal, lowest, storage_type
+from .printer import cexpr
+
+KERNEL_NAME_PLACEHOLDER = "opencl_kernel_name_placeholder"
+
+# The accumulation type of sum/prod: float for the half types (as ATen's acc_type).
+_ACC_DTYPE = {torch.float16: torch.float32, torch.bfloat16: torch.float32, torch.bool: torch.int64}
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+_INDEX_NAME = re.compile(r"^(x|y|z|r\d+_)(\d+|index)$|^r0_lid$")
+
+
+class TypedCSE(CSE):
+    """CSE whose new variables are declared with their OpenCL C type (C has no `auto`); in the CPU form,
+    values that do not depend on the output index are written before the loop over outputs."""
+
+    def generate(self, buffer, expr, *, bounds=None, write=True, assignment=True, dtype=None, shape=None):
+        if dtype is not None:
+            self.prefix = compute_type(dtype) + " "
+        elif isinstance(expr, str):
+            self.prefix = f"__typeof__({expr}) "
+        kwargs = {} if bounds is None else {"bounds": bounds}
+        kernel = V.kernel
+        ours = isinstance(kernel, OpenCLKernel)
+        hoist = ours and assignment and isinstance(expr, str) and kernel.invariant(expr)
+        if hoist and self.try_get(expr) is None:
+            buffer = kernel.hoisted
+        var = super().generate(buffer, expr, write=write, assignment=assignment, dtype=dtype, shape=shape, **kwargs)
+        if ours:
+            if hoist:
+                kernel.outside_loop_vars.add(var)
+            else:
+                kernel.variant_vars.add(str(var))
+                if not kernel.inside_reduction:
+                    kernel.outside_loop_vars.add(var)
+        return var
+
+
+class LaunchForm:
+    """How a kernel maps to work-items; decided at code generation from the device's kernel class."""
+
+    CPU_GROUP = 8  # work-items per work-group in the CPU form
+    CPU_GROUPS_PER_UNIT = 4  # work-groups per compute unit: PoCL runs a work-group on one core
+
+    def __init__(self, device: torch.device, reduction: bool, xnumel: sympy.Expr, rnumel: sympy.Expr):
+        from .. import device_module
+
+        props = device_module.get_device_properties(device)
+        self.gpu = props.kernel_class == "gpu"
+        self.chunked = not self.gpu  # the CPU form: loops over contiguous chunks of outputs
+        self.group = int(props.row_group)  # 256 on GPUs (runtime/kernel_forms.cpp)
+        self.row_group = 1  # work-items per reduction row
+        if self.chunked:
+            self.group = self.CPU_GROUP
+            self.max_threads = max(1, int(props.compute_units)) * self.CPU_GROUPS_PER_UNIT * self.CPU_GROUP
+        elif reduction:
+            self.row_group = self.group
+            if isinstance(rnumel, sympy.Integer):  # a short row needs no wider group than itself
+                self.row_group = max(32, min(self.group, 1 << max(0, int(rnumel) - 1).bit_length()))
+
+    @property
+    def group_rows(self) -> bool:
+        """One work-group per output row (the GPU form of a reduction)."""
+        return self.row_group > 1
+
+
+class OpenCLKernel(SIMDKernel):
+    overrides = OpenCLOverrides  # type: ignore[assignment]
+    suffix = ";"
+    newvar_prefix = ""
+    sexpr = staticmethod(cexpr)
+    kexpr = staticmethod(cexpr)
+    pexpr = staticmethod(PythonPrinter().doprint)
+
+    def __init__(self, tiling: dict[str, sympy.Expr], **kwargs: Any) -> None:
+        super().__init__(tiling, **kwargs)
+        self.cse = TypedCSE(self.newvar_prefix, self.suffix)
+        self.pre_loop = IndentedBuffer()  # accumulators, declared before a reduction loop
+        self.post_loop_combine = IndentedBuffer()  # a loop's partial results combined
+        self.post_loop_store = IndentedBuffer()  # and stored
+        self.kernel_scope = IndentedBuffer()  # __local arrays (OpenCL wants them at kernel scope)
+        self.outside_loop_vars: OrderedSet[Any] = OrderedSet()
+        self.acc_ids = itertools.count()
+        self.uses_fp64 = False
+        self.scalar_args: OrderedSet[str] = OrderedSet()  # 0-d CPU tensors, passed by value
+        self.hoisted = IndentedBuffer()  # CPU form: computed once per work-item, before the output loop
+        self.variant_vars: set[str] = set()  # CSE variables that depend on the output or reduction index
+        self._masked_depth = 0
+        self._hoistable_load = True
+        xnumel = self.numels.get("x", sympy.S.One)
+        rnumel = self.numels.get("r0_", sympy.S.One)
+        if any(p not in ("x", "r0_") for p in self.numels):
+            raise Unsupported(f"tiling {dict(self.numels)}")
+        self.form = LaunchForm(V.graph.get_current_device_or_throw(), self.features.is_reduction(), xnumel, rnumel)
+
+    def invariant(self, expr: str) -> bool:
+        """True if `expr` is the same for every output of the kernel and may be computed before the loop
+        over them (CPU form only; not inside a masked block; loads only of buffers the kernel does not
+        write)."""
+        if not self.form.chunked or self._masked_depth or not self._hoistable_load:
+            return False
+        names = _IDENTIFIER.findall(expr)
+        return not any(n in self.variant_vars or _INDEX_NAME.match(n) for n in names)
+
+    # --- types and indexing
+
+    def dtype_to_str(self, dtype: torch.dtype) -> str:
+        return compute_type(dtype)
+
+    def index_torch_dtype(self) -> torch.dtype:
+        return self.get_index_dtype_as_torch_dtype()
+
+    def _note_dtype(self, dtype: torch.dtype) -> None:
+        if dtype == torch.float64:
+            self.uses_fp64 = True
+
+    def codegen_iteration_ranges_entry(self, entry: IterationRangesEntry) -> None:
+        line = f"{self.index_dtype} {entry.name} = {cexpr(self.rename_indexing(entry.expr))};"
+        # Entries of the reduction axis live inside the loop; the others once, before it.
+        (self.indexing_code if entry.root.is_loop else self.body).writeline(line)
+
+    # --- memory
+
+    @staticmethod
+    def _is_cpu_scalar(name: str) -> bool:
+        """A 0-d CPU tensor read by a device kernel (an optimizer's step count, a Python number Dynamo
+        wrapped): its value goes to the kernel as a by-value argument, as Inductor does for Triton."""
+        if V.graph.is_unspec_arg(name):
+            return True
+        buf = V.graph.try_get_buffer(name)
+        device = buf.get_device() if buf is not None else None
+        return device is not None and device.type == "cpu" and list(buf.get_size()) == []
+
+    def load(self, name: str, index: sympy.Expr):
+        var = self.args.input(name)
+        if self._is_cpu_scalar(name):
+            self.scalar_args.add(name)
+            dtype = V.graph.get_dtype(name)
+            dtype = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+            return self.cse.generate(self.loads, f"(({compute_type(dtype)}){var})", dtype=dtype)
+        index = self.prepare_indexing(index)
+        dtype = V.graph.get_dtype(name)
+        self._note_dtype(dtype)
+        idx = self.index_to_str(index)
+        if dtype == torch.float16:
+            line, dtype = f"vload_half({idx}, {var})", torch.float32
+        elif dtype == torch.bfloat16:
+            line, dtype = f"bf16_to_float({var}[{idx}])", torch.float32
+        elif dtype == torch.bool:
+            line = f"({var}[{idx}] != 0)"
+        else:
+            storage_type(dtype)  # raises for dtypes a kernel cannot hold
+            line = f"{var}[{idx}]"
+        # A buffer this kernel writes is read where it stands in the loop, never before it.
+        self._hoistable_load = name not in self.mutations and name not in self.args.output_buffers
+        try:
+            return self.cse.generate(self.loads, line, dtype=dtype)
+        finally:
+            self._hoistable_load = True
+
+    def _store_line(self, name: str, index: sympy.Expr, value, mode=None) -> str:
+        var = self.args.output(name)
+        index = self.prepare_indexing(index)
+        dtype = V.graph.get_dtype(name)
+        self._note_dtype(dtype)
+        idx = self.index_to_str(index)
+        if mode == "atomic_add":
+            if dtype != torch.float32:
+                raise Unsupported(f"atomic_add store of {dtype}")
+            return f"tocl_atomic_add_float(&{var}[{idx}], {value});"
+        if mode is not None:
+            raise Unsupported(f"store mode {mode}")
+        if dtype == torch.float16:
+            return f"vstore_half_rte({value}, {idx}, {var});"
+        if dtype == torch.bfloat16:
+            return f"{var}[{idx}] = float_to_bf16({value});"
+        return f"{var}[{idx}] = ({storage_type(dtype)})({value});"
+
+    def _guard_single(self, line: str) -> str:
+        """A store of a whole row's value: one work-item of the group writes it."""
+        return f"if (r0_lid == 0) {line}" if self.form.group_rows else line
+
+    def store(self, name: str, index: sympy.Expr, value, mode=None) -> None:
+        line = self._store_line(name, index, value, mode)
+        if not self.inside_reduction:
+            line = self._guard_single(line)
+            self.outside_loop_vars.add(value)
+        self.stores.writeline(DeferredLine(name, line))
+
+    def store_reduction(self, name: str, index: sympy.Expr, value) -> None:
+        line = self._guard_single(self._store_line(name, index, value))
+        self.post_loop_store.writeline(DeferredLine(name, line))
+
+    def masked(self, mask, body, other):
+        """`body` evaluated where `mask` holds (its loads guarded), `other` elsewhere."""
+        scoped = IndentedBuffer()
+        self._masked_depth += 1
+        try:
+            with self.swap_buffers(scoped), scoped.indent():
+                self.cse.iter_buffer_ids = itertools.count()
+                self.cse.name_prefix += "_masked"
+                result = body()
+        finally:
+            self._masked_depth -= 1
+        dtype = getattr(result, "dtype", None) or torch.float32
+        key = f"masked:{mask}:{scoped.getvalue()}:{other}:{result}"
+        var = self.cse.try_get(key)
+        if var is None:
+            var = self.cse.newvar(dtype=dtype)
+            self.variant_vars.add(str(var))
+            self.cse.put(key, var)
+            if not self.inside_reduction:
+                self.outside_loop_vars.add(var)
+            t = compute_type(dtype)
+            self.compute.writelines([f"{t} {var};", f"if ({mask}) {{"])
+            with self.compute.indent():
+                self.compute.splice(scoped)
+                self.compute.writeline(f"{var} = ({t})({result});")
+            self.compute.writeline(f"}} else {var} = ({t})({literal(other, dtype) if isinstance(other, (bool, int, float)) else other});")
+        return var
+
+    def check_bounds(self, expr, size, lower, upper) -> None:
+        # An index out of range is clamped into it rather than read or written outside the buffer:
+        # eager raises for it, a kernel cannot (Inductor's Triton kernels assert on the device).
+        if not (lower or upper) or not isinstance(expr, sympy.Symbol):
+            return
+        var, limit = str(expr), self.index_to_str(size)
+        clamped = var
+        if lower:
+            clamped = f"({clamped} < 0 ? 0 : {clamped})"
+        if upper:
+            clamped = f"({clamped} >= ({limit}) ? ({limit}) - 1 : {clamped})"
+        self.compute.writeline(f"{var} = {clamped};")
+
+    # --- reductions
+
+    def _acc_var(self, dtype: torch.dtype, init: str, prefix: str = "acc"):
+        name = f"{prefix}{next(self.acc_ids)}"
+        self.pre_loop.writeline(f"{compute_type(dtype)} {name} = {init};")
+        return name
+
+    def _combine_in_local(self, accs: list[tuple[str, torch.dtype]], combine: str) -> list[str]:
+        """The GPU form: per-work-item partials `accs` meet in local memory; returns the row's values.
+
+        `combine` is C code using a{i} (this work-item's) and b{i} (the partner's) for each accumulator,
+        updating a{i}."""
+        if not self.form.group_rows:
+            return [a for a, _ in accs]
+        rg = self.form.row_group
+        locals_ = []
+        for acc, dtype in accs:
+            arr = f"{acc}_local"
+            self.kernel_scope.writeline(f"__local {compute_type(dtype)} {arr}[{rg}];")
+            self.post_loop_combine.writeline(f"{arr}[r0_lid] = {acc};")
+            locals_.append(arr)
+        buf = self.post_loop_combine
+        buf.writeline("barrier(CLK_LOCAL_MEM_FENCE);")
+        buf.writeline(f"for (int s = {rg // 2}; s > 0; s >>= 1) {{")
+        with buf.indent():
+            buf.writeline("if (r0_lid < s) {")
+            with buf.indent():
+                for i, ((_, dtype), arr) in enumerate(zip(accs, locals_)):
+                    t = compute_type(dtype)
+                    buf.writeline(f"{t} a{i} = {arr}[r0_lid], b{i} = {arr}[r0_lid + s];")
+                buf.splice(combine)
+                for i, arr in enumerate(locals_):
+                    buf.writeline(f"{arr}[r0_lid] = a{i};")
+            buf.writeline("}")
+            buf.writeline("barrier(CLK_LOCAL_MEM_FENCE);")
+        buf.writeline("}")
+        return [f"{arr}[0]" for arr in locals_]
+
+    def _result(self, expr: str, dtype: torch.dtype):
+        var = self.cse.newvar(dtype=dtype)
+        self.variant_vars.add(str(var))
+        self.post_loop_combine.writeline(f"{compute_type(dtype)} {var} = {expr};")
+        self.outside_loop_vars.add(var)
+        return var
+
+    def reduction(self, dtype, src_dtype, reduction_type, value):
+        key = (src_dtype, reduction_type, value)
+        if key in self.cse.reduction_cache:
+            return self.cse.reduction_cache[key]
+        result = self._reduction(dtype, src_dtype, reduction_type, value)
+        self.cse.reduction_cache[key] = result
+        return result
+
+    def _reduction(self, dtype, src_dtype, reduction_type, value):
+        assert self.inside_reduction
+        self._note_dtype(src_dtype)
+        self._note_dtype(dtype)
+        r = self.index_dtype
+        if reduction_type in ("sum", "prod", "xor_sum", "any"):
+            acc_dtype = torch.bool if reduction_type == "any" else _ACC_DTYPE.get(src_dtype, src_dtype)
+            if reduction_type == "sum" and acc_dtype != dtype and dtype.is_floating_point:
+                acc_dtype = _ACC_DTYPE.get(dtype, dtype)
+            op, init = {"sum": ("+", "0"), "prod": ("*", "1"), "xor_sum": ("^", "0"), "any": ("||", "false")}[
+                reduction_type
+            ]
+            acc = self._acc_var(acc_dtype, init)
+            self.compute.writeline(f"{acc} = {acc} {op} ({value});")
+            (row,) = self._combine_in_local([(acc, acc_dtype)], f"a0 = a0 {op} b0;")
+            return self._result(row, acc_dtype if reduction_type != "any" else torch.bool)
+        if reduction_type in ("max", "min"):
+            is_max = reduction_type == "max"
+            acc = self._acc_var(src_dtype, lowest(src_dtype) if is_max else highest(src_dtype))
+            if src_dtype.is_floating_point:
+                pick = "TOCL_FMAX" if is_max else "TOCL_FMIN"
+                self.compute.writeline(f"{acc} = {pick}(({compute_type(src_dtype)})({value}), {acc});")
+                combine = f"a0 = {pick}(b0, a0);"
+            else:
+                cmp = ">" if is_max else "<"
+                self.compute.writeline(f"if (({value}) {cmp} {acc}) {acc} = {value};")
+                combine = f"if (b0 {cmp} a0) a0 = b0;"
+            (row,) = self._combine_in_local([(acc, src_dtype)], combine)
+            return self._result(row, src_dtype)
+        if reduction_type in ("argmax", "argmin"):
+            is_max = reduction_type == "argmax"
+            best = self._acc_var(src_dtype, lowest(src_dtype) if is_max else highest(src_dtype))
+            where = self._acc_var(torch.int64, "0", prefix="idx")
+            cmp = ">" if is_max else "<"
+            v = f"(({compute_type(src_dtype)})({value}))"
+            if src_dtype.is_floating_point:
+                better = f"({v} {cmp} {best} || (isnan({v}) && !isnan({best})))"
+            else:
+                better = f"({v} {cmp} {best})"
+            self.compute.writeline(f"if ({better}) {{ {best} = {v}; {where} = r0_index; }}")
+            if src_dtype.is_floating_point:
+                combine = (
+                    f"if (b0 {cmp} a0 || (isnan(b0) && !isnan(a0)) || "
+                    "((b0 == a0 || (isnan(b0) && isnan(a0))) && b1 < a1)) { a0 = b0; a1 = b1; }"
+                )
+            else:
+                combine = f"if (b0 {cmp} a0 || (b0 == a0 && b1 < a1)) {{ a0 = b0; a1 = b1; }}"
+            _, row_idx = self._combine_in_local([(best, src_dtype), (where, torch.int64)], combine)
+            return self._result(row_idx, dtype)
+        if reduction_type in ("welford_reduce", "welford_combine"):
+            acc_dtype = torch.float64 if src_dtype == torch.float64 else torch.float32
+            t = compute_type(acc_dtype)
+            mean = self._acc_var(acc_dtype, "0", "mean")
+            m2 = self._acc_var(acc_dtype, "0", "m2")
+            weight = self._acc_var(acc_dtype, "0", "weight")
+            if reduction_type == "welford_reduce":
+                self.compute.splice(
+                    f"""
+                    {{
+                        const {t} x_ = ({t})({value});
+                        {weight} += 1;
+                        const {t} delta_ = x_ - {mean};
+                        {mean} += delta_ / {weight};
+                        {m2} += delta_ * (x_ - {mean});
+                    }}"""
+                )
+            else:
+                vmean, vm2, vweight = value
+                self.compute.splice(self._welford_merge(t, mean, m2, weight, vmean, vm2, vweight))
+            merge = self._welford_merge(t, "a0", "a1", "a2", "b0", "b1", "b2")
+            rows = self._combine_in_local([(mean, acc_dtype), (m2, acc_dtype), (weight, acc_dtype)], merge)
+            return tuple(self._result(row, acc_dtype) for row in rows)
+        raise Unsupported(f"reduction {reduction_type}")
+
+    @staticmethod
+    def _welford_merge(t, mean, m2, weight, bmean, bm2, bweight) -> str:
+        return f"""
+            if ({bweight} != 0) {{
+                const {t} w_ = {weight} + {bweight};
+                const {t} delta_ = {bmean} - {mean};
+                const {t} frac_ = {bweight} / w_;
+                {mean} += delta_ * frac_;
+                {m2} += {bm2} + delta_ * delta_ * {weight} * frac_;
+                {weight} = w_;
+            }}"""
+
+    # --- assembly
+
+    def codegen_body(self) -> None:
+        if not (
+            self.indexing_code
+            or self.loads
+            or self.compute
+            or self.stores
+            or self.pre_loop
+            or self.post_loop_combine
+            or self.post_loop_store
+        ):
+            return
+        loop_trees = [t for t in self.range_trees if t.is_loop]
+        if self.inside_reduction and loop_trees:
+            (tree,) = loop_trees
+            numel = cexpr(tree.numel) if isinstance(tree.numel, sympy.Integer) else f"{tree.prefix}numel"
+            start, step = ("r0_lid", self.form.row_group) if self.form.group_rows else ("0", 1)
+            self.body.splice(self.pre_loop)
+            self.body.writeline(
+                f"for ({self.index_dtype} {tree.prefix}index = {start}; {tree.prefix}index < {numel}; "
+                f"{tree.prefix}index += {step}) {{"
+            )
+            with self.body.indent():
+                self.body.splice(self.indexing_code)
+                self.body.splice(self.loads)
+                self.body.splice(self.compute)
+                self.body.splice(self.stores)
+            self.body.writeline("}")
+            # Values computed inside the loop are gone after it.
+            self.cse.invalidate(self.outside_loop_vars)
+            tree.cache_clear()
+        else:
+            self.body.splice(self.indexing_code)
+            self.body.splice(self.loads)
+            self.body.splice(self.compute)
+            self.body.splice(self.stores)
+        self.body.splice(self.post_loop_combine)
+        self.body.splice(self.post_loop_store)
+        for buf in (
+            self.indexing_code,
+            self.loads,
+            self.compute,
+            self.stores,
+            self.pre_loop,
+            self.post_loop_combine,
+            self.post_loop_store,
+        ):
+            buf.clear()
+
+    def _argdefs(self):
+        """(kernel parameter declarations, wrapper call arguments), in one order: Inductor's own
+        (in-place buffers, inputs, outputs, size variables), then the numels that are not constants."""
+        from torch._inductor.codegen.common import SizeArg, TensorArg
+
+        if self.args.workspace_args:
+            raise Unsupported("kernel workspaces")
+        params, call_args = [], []
+        arg_defs, outer_names, precompile_args, _ = self.args.python_argdefs()
+        # A buffer passed once is restrict (nothing else in the kernel aliases it): the compiler may then
+        # keep loads of row- or kernel-invariant values out of the work-item loop. A mutated input comes
+        # as an input and an output pointer to one buffer: those two are not.
+        uses = Counter(str(o) for o, a in zip(outer_names, precompile_args) if isinstance(a, TensorArg))
+        for inner, outer, arg in zip(arg_defs, outer_names, precompile_args):
+            if isinstance(arg, SizeArg):
+                params.append(f"long {inner.name}")
+            elif isinstance(arg, TensorArg) and outer in self.scalar_args:
+                self._note_dtype(arg.dtype)
+                by_value = {torch.float64: "double", torch.int64: "long", torch.uint64: "ulong"}
+                t = by_value.get(arg.dtype, "float" if arg.dtype.is_floating_point else "long")
+                params.append(f"{t} {inner.name}")
+                outer = f"{outer}.item()"
+            elif isinstance(arg, TensorArg):
+                self._note_dtype(arg.dtype)
+                const = "const " if inner.name.startswith("in_ptr") else ""
+                restrict = " restrict" if uses[str(outer)] == 1 else ""
+                params.append(f"__global {const}{storage_type(arg.dtype)}*{restrict} {inner.name}")
+            else:
+                raise Unsupported(f"kernel argument {arg}")
+            call_args.append(str(outer))
+        for tree in self.active_range_trees():
+            if not isinstance(tree.numel, sympy.Integer):
+                params.append(f"long {tree.prefix}numel")
+                call_args.append(None)  # filled by call_kernel
+        return params, call_args
+
+    def codegen_kernel(self, name: str | None = None) -> str:
+        self.codegen_body()
+        params, _ = self._argdefs()
+        code = IndentedBuffer()
+        code.writeline(f"__kernel void {name or KERNEL_NAME_PLACEHOLDER}({', '.join(params)}) {{")
+        with code.indent():
+            code.splice(self.kernel_scope)
+            x = self.numels.get("x", sympy.S.One)
+            xnumel = cexpr(x) if isinstance(x, sympy.Integer) else "xnumel"
+            idx = self.index_dtype
+            if self.form.chunked:
+                code.splice(self.hoisted)
+                code.writeline(f"const {idx} xper = ({xnumel} + get_global_size(0) - 1) / get_global_size(0);")
+                code.writeline(f"const {idx} xstart = get_global_id(0) * xper;")
+                code.writeline(f"const {idx} xend = xstart + xper < {xnumel} ? xstart + xper : {xnumel};")
+                code.writeline(f"for ({idx} xindex = xstart; xindex < xend; ++xindex) {{")
+                with code.indent():
+                    code.splice(self.body)
+                code.writeline("}")
+            else:
+                if self.form.group_rows:
+                    code.writeline(f"const {idx} xindex = get_group_id(0);")
+                    code.writeline("const int r0_lid = get_local_id(0);")
+                else:
+                    code.writeline(f"const {idx} xindex = get_global_id(0);")
+                    code.writeline(f"if (xindex >= {xnumel}) return;")
+                code.splice(self.body)
+        code.writeline("}")
+        return code.getvalue()
+
+    def call_kernel(self, name: str, node: Any = None, deallocate_ws: bool = True) -> None:
+        wrapper = V.graph.wrapper_code
+        for v in self.args.sizevars:
+            wrapper.ensure_size_computed(v)
+        _, call_args = self._argdefs()
+        dynamic = iter(
+            t for t in self.active_range_trees() if not isinstance(t.numel, sympy.Integer)
+        )
+        args = []
+        for arg in call_args:
+            if arg is None:
+                tree = next(dynamic)
+                expr = tree.numel if isinstance(tree.numel, sympy.Symbol) else wrapper.generate_numel_expr(
+                    name, tree
+                ).inner
+                args.append(self.pexpr(expr) if isinstance(expr, sympy.Expr) else str(expr))
+            else:
+                args.append(arg)
+        x = self.numels.get("x", sympy.S.One)
+        g = self.form.group
+        if self.form.chunked:
+            # A few work-items per core, each with a contiguous chunk; fewer when there is less work.
+            cap = self.form.max_threads
+            if isinstance(x, sympy.Integer):
+                n = min(int(x), cap)
+                group = min(g, n)
+                threads = str(-(-n // group) * group)
+            else:
+                threads, group = f"min(-(-({self.pexpr(x)}) // {g}) * {g}, {cap})", g
+        elif self.form.group_rows:
+            rg = self.form.row_group
+            threads = f"{self.pexpr(x * rg)}" if isinstance(x, sympy.Integer) else f"({self.pexpr(x)}) * {rg}"
+            group = rg
+        elif isinstance(x, sympy.Integer):
+            threads, group = str(-(-int(x) // g) * g), g
+        else:
+            threads, group = f"-(-({self.pexpr(x)}) // {g}) * {g}", g
+        args += [f"threads={threads}", f"group_size={group}"]
+        wrapper.generate_kernel_call(name, args, device=V.graph.get_current_device_or_throw(), triton=False)

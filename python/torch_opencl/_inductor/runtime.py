@@ -1,0 +1,40 @@
+"""What the wrapper code torch.compile generates for opencl calls at run time.
+
+All generated kernels of one graph go into one OpenCL program (PoCL spends about a second of LLVM
+per program), built through torch.opencl.compile_shader's path: the program cache (memory and disk)
+and the same argument checks and launch (aten/user_kernel.cpp).
+"""
+from typing import Dict, List, Tuple
+
+from .. import _C
+from ..shader import ShaderLibrary
+
+_PRELUDE: Dict[int, str] = {}
+
+
+def program_prelude(device: int) -> str:
+    """The text every graph program starts with on `device` (kernels_cl/inductor.cl)."""
+    if device not in _PRELUDE:
+        fp64 = bool(_C._device_properties(device)["fp64"])
+        _PRELUDE[device] = ("#define TOCL_FP64\n" if fp64 else "") + _C._embedded_source("inductor.cl")
+    return _PRELUDE[device]
+
+
+class GraphProgram:
+    """The kernels of one compiled graph; `build` compiles them as one program per device."""
+
+    def __init__(self) -> None:
+        self._kernels: List[Tuple[str, str, int]] = []
+
+    def add(self, name: str, source: str, device: int = 0) -> str:
+        self._kernels.append((name, source, device))
+        return name  # replaced by the kernel itself in build()
+
+    def build(self, scope: dict) -> None:
+        for device in sorted({d for _, _, d in self._kernels}):
+            mine = [(n, s) for n, s, d in self._kernels if d == device]
+            source = program_prelude(device) + "\n" + "\n".join(s for _, s in mine)
+            library = ShaderLibrary(source, require_contiguous=False, device=device)
+            for name, _ in mine:
+                scope[name] = getattr(library, name)
+        self._kernels.clear()

@@ -1,0 +1,113 @@
+"""The GEMM shaped for GPUs (kernels_cl/gemm_tiled.cl, aten/native/gemm_tiled.cpp) against CPU: every
+plan (large and small tiles, K stage depths, split K), operand layouts read in place (transposed,
+strided, expanded batches), alpha/beta, and the plan the device chooses for a shape.
+
+It serves devices of the GPU kernel class: scripts/test.sh runs this file again with
+TORCH_OPENCL_KERNEL_CLASS=gpu, which makes PoCL take the GPU forms."""
+import pytest
+import torch
+
+import torch_opencl
+from _device_helpers import native_only
+
+DEV = torch.device("opencl")
+PROPS = torch.opencl.get_device_properties(0)
+
+pytestmark = pytest.mark.skipif(PROPS.kernel_class != "gpu",
+                                reason="the tiled GEMM serves the GPU kernel class (scripts/test.sh's second pass)")
+
+# (rm, rn, bk, splits): the tiles are 64 rm x 64 rn.
+# Few, since each (tile, dtype) is a program PoCL compiles: both tile shapes of the defaults, an uneven
+# one, every K stage depth, with and without split K.
+PLANS = [(2, 2, 8, 1), (1, 1, 16, 3), (1, 2, 32, 2)]
+
+
+@pytest.fixture
+def plan(request):
+    torch_opencl._C._override_tiled_gemm_plan(request.param)
+    yield request.param
+    torch_opencl._C._override_tiled_gemm_plan(None)
+
+
+def close(got, want, dtype):
+    tol = 1e-4 if dtype == torch.float32 else 1e-10
+    torch.testing.assert_close(got.cpu(), want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("plan", PLANS, indirect=True)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_mm_layouts_and_partial_tiles(plan, dtype):
+    g = torch.Generator().manual_seed(0)
+    for m, n, k in [(1, 1, 1), (67, 130, 45), (128, 64, 16), (5, 200, 300), (129, 3, 513)]:
+        a = torch.randn(m, k, generator=g, dtype=dtype)
+        b = torch.randn(k, n, generator=g, dtype=dtype)
+        with native_only():
+            for ta in (False, True):
+                for tb in (False, True):
+                    da = a.t().contiguous().to(DEV).t() if ta else a.to(DEV)
+                    db = b.t().contiguous().to(DEV).t() if tb else b.to(DEV)
+                    close(da @ db, a @ b, dtype)
+            # strided operands (every other column) and a strided, transposed output
+            wide_a = torch.randn(m, 2 * k, generator=g, dtype=dtype)
+            out = torch.full((n, m), float("nan"), dtype=dtype, device=DEV).t()
+            torch.mm(wide_a.to(DEV)[:, ::2], b.to(DEV), out=out)
+            close(out, wide_a[:, ::2] @ b, dtype)
+
+
+@pytest.mark.parametrize("plan", PLANS, indirect=True)
+def test_addmm_alpha_beta_and_nan_in_an_ignored_c(plan):
+    g = torch.Generator().manual_seed(1)
+    a, b = torch.randn(70, 90, generator=g), torch.randn(90, 33, generator=g)
+    c = torch.randn(70, 33, generator=g)
+    with native_only():
+        close(torch.addmm(c.to(DEV), a.to(DEV), b.to(DEV), beta=0.5, alpha=-2.0),
+              torch.addmm(c, a, b, beta=0.5, alpha=-2.0), torch.float32)
+        nan_c = torch.full_like(c, float("nan"))
+        close(torch.addmm(nan_c.to(DEV), a.to(DEV), b.to(DEV), beta=0.0), a @ b, torch.float32)
+        bias = torch.randn(33, generator=g)  # a broadcast C
+        close(torch.addmm(bias.to(DEV), a.to(DEV), b.to(DEV)), torch.addmm(bias, a, b), torch.float32)
+
+
+@pytest.mark.parametrize("plan", PLANS, indirect=True)
+def test_bmm_baddbmm_and_expanded_batches(plan):
+    g = torch.Generator().manual_seed(2)
+    a, b = torch.randn(5, 70, 40, generator=g), torch.randn(5, 40, 90, generator=g)
+    with native_only():
+        close(torch.bmm(a.to(DEV), b.to(DEV)), torch.bmm(a, b), torch.float32)
+        close(a.to(DEV) @ b.to(DEV).transpose(1, 2).contiguous().transpose(1, 2), a @ b, torch.float32)
+        w = torch.randn(40, 90, generator=g)  # one matrix for every batch entry (batch stride 0)
+        close(torch.bmm(a.to(DEV), w.to(DEV).expand(5, 40, 90)), torch.bmm(a, w.expand(5, 40, 90)), torch.float32)
+        c = torch.randn(5, 70, 90, generator=g)
+        close(torch.baddbmm(c.to(DEV), a.to(DEV), b.to(DEV), beta=2.0, alpha=0.25),
+              torch.baddbmm(c, a, b, beta=2.0, alpha=0.25), torch.float32)
+        q, kt = torch.randn(12, 33, 16, generator=g), torch.randn(12, 33, 16, generator=g)
+        close(q.to(DEV) @ kt.to(DEV).transpose(1, 2), q @ kt.transpose(1, 2), torch.float32)
+
+
+def test_the_device_chooses_tiles_that_fill_it_and_splits_long_k():
+    cu = PROPS.compute_units
+    plan = lambda m, n, k, batch=1, dbl=False: torch_opencl._C._tiled_gemm_plan(0, m, n, k, batch, dbl)  # noqa: E731
+    # Enough 128 x 128 tiles for every compute unit: the large tile, K whole.
+    big = max(cu, 1) * 128 * 128
+    assert plan(big // 128, 128, 256)[:2] == (2, 2) and plan(big // 128, 128, 256)[3] == 1
+    # Too few tiles with a long K: the large tile with K split (each part at least 256 deep).
+    rm, rn, bk, splits = plan(64, 64, 4096)
+    assert (rm, rn) == (2, 2) and splits == (1 if cu == 1 else min(2 * cu, 4096 // 256))
+    # Too few tiles and a short K: the small tile (more of them), K whole when they fill the device.
+    if cu >= 2:
+        assert plan(64 * cu, 128, 300)[:2] == (1, 1) and plan(64 * cu, 128, 300)[3] == 1
+    # Doubles keep the small tile, and split K like the large one.
+    assert plan(big // 128, 128, 256, dbl=True)[:2] == (1, 1)
+    assert plan(64, 64, 4096, dbl=True)[3] == (1 if cu == 1 else min(2 * cu, 4096 // 256))
+    # The split path computes what CPU computes with the plan the device chose.
+    g = torch.Generator().manual_seed(3)
+    a, b = torch.randn(64, 4096, generator=g), torch.randn(4096, 64, generator=g)
+    with native_only():
+        close(a.to(DEV) @ b.to(DEV), a @ b, torch.float32)
+
+
+def test_a_plan_that_names_no_kernel_is_refused():
+    with pytest.raises(RuntimeError, match="rm, rn in"):
+        torch_opencl._C._override_tiled_gemm_plan((3, 1, 16, 1))
+    with pytest.raises(RuntimeError, match="bk in"):
+        torch_opencl._C._override_tiled_gemm_plan((1, 1, 12, 1))

@@ -1,0 +1,284 @@
+"""torch.compile on opencl: Inductor's graphs as generated OpenCL C (python/torch_opencl/_inductor).
+
+Each compiled graph costs Inductor's compile time (seconds on a 2-core machine) and one OpenCL program
+(about a second of LLVM on PoCL, cold), so the tests put many operations into few graphs. Names with
+"forms" run again under TORCH_OPENCL_KERNEL_CLASS=gpu (scripts/test.sh), for the GPU-shaped kernels.
+"""
+import copy
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import pytest
+import torch
+import torch._dynamo
+import torch._inductor.config as inductor_config
+from torch import nn
+from torch.nn import functional as F
+
+from _device_helpers import native_only
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+from bench_training import digits_cnn, mlp, transformer  # noqa: E402
+
+DEV = "opencl"
+
+
+def assert_close(got, want, rtol=1e-5, atol=1e-5):
+    if isinstance(want, (tuple, list)):
+        for g, w in zip(got, want):
+            assert_close(g, w, rtol, atol)
+        return
+    assert got.device.type == DEV
+    torch.testing.assert_close(got.cpu(), want, rtol=rtol, atol=atol, equal_nan=True)
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    yield
+
+
+def test_issue_snippet_and_output_code(caplog):
+    m = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 4)).to(DEV)
+    x = torch.randn(8, 16, device=DEV)
+    with native_only():
+        got = torch.compile(m)(x)
+    assert_close(got, m.cpu()(x.cpu()), rtol=1e-4, atol=1e-5)
+    # The generated module carries the OpenCL C of the graph (TORCH_LOGS=output_code prints it).
+    from torch._inductor.utils import run_and_get_code
+
+    torch._dynamo.reset()
+    _, (code, *_) = run_and_get_code(torch.compile(lambda a: torch.relu(a) * 2 + 1), x)
+    assert "__kernel void opencl_poi_0(" in code and "opencl_program.build(globals())" in code
+
+
+def test_pointwise_broadcast_views_forms():
+    def fn(a, b, c, s):
+        t = a.t()  # a transposed view
+        u = (t + b) * torch.sigmoid(c[:, 1::2].sum(1, keepdim=True))  # broadcasting, strided slice
+        v = torch.where(u > 0, torch.exp(-u.abs()), torch.tanh(u)) / s
+        w = torch.maximum(v, torch.full_like(v, 0.1)).pow(1.5) - torch.erf(v)
+        return w, (v.floor() % 3).to(torch.int32), (u > 0.5) & (v < 0.7), v.sqrt().isnan()
+
+    a = torch.randn(6, 5)
+    b = torch.randn(1, 6)
+    c = torch.randn(5, 8)
+    want = fn(a, b, c, 3.0)
+    with native_only():
+        got = torch.compile(fn)(a.to(DEV), b.to(DEV), c.to(DEV), 3.0)
+    assert_close(got, want)
+
+
+def test_half_bfloat16_double_forms():
+    """float16 and bfloat16 are loaded to float, computed in float and rounded when stored (Inductor's
+    semantics; eager rounds after each op, which exp() amplifies in bfloat16, so the reference computes
+    in float32 too); float64 is computed in double."""
+
+    def fn(h, b, d):
+        return (h * 2 + 1).relu(), h.sum(1), (b * 3 - 1).exp(), b.amax(0), d.sqrt() * 2, d.var(1)
+
+    torch.manual_seed(0)
+    h, b = torch.randn(6, 40).half(), torch.randn(6, 40).bfloat16()
+    d = torch.rand(6, 40, dtype=torch.float64)
+    want = list(fn(h, b, d))
+    want[2] = (b.float() * 3 - 1).exp().bfloat16()
+    with native_only():
+        got = torch.compile(fn)(h.to(DEV), b.to(DEV), d.to(DEV))
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        tol = {torch.float16: 1e-3, torch.bfloat16: 2e-2, torch.float64: 1e-12}[w.dtype]
+        torch.testing.assert_close(g.cpu(), w, rtol=tol, atol=tol)
+
+
+def test_reductions_along_each_dim_forms():
+    def fn(x, i):
+        return (
+            x.sum(0), x.sum(1), x.sum(2), x.sum(),
+            x.amax(1), x.amin(2), x.argmax(0), x.argmin(2),
+            x.mean((0, 2)), torch.var_mean(x, dim=2, correction=0),
+            x.prod(1), (x > 1).any(2), i.sum(1), x.softmax(-1), x.log_softmax(1),
+        )  # fmt: skip
+
+    x = torch.randn(4, 33, 70)
+    x[1, 2, 3] = float("nan")  # NaN propagates through max and sum, argmax finds it
+    i = torch.randint(-5, 5, (7, 300), dtype=torch.int64)
+    want = fn(x, i)
+    with native_only():
+        got = torch.compile(fn)(x.to(DEV), i.to(DEV))
+    assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_norms_train_forms():
+    """Welford-style reductions and their pointwise epilogues, forward and backward."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.BatchNorm1d(8), nn.ReLU(), nn.Flatten(), nn.LayerNorm(8 * 36))
+    dev_model = copy.deepcopy(model).to(DEV)
+    x = torch.randn(5, 8, 36) * 3 + 1
+    ref = model(x)
+    ref.square().mean().backward()
+    with native_only():
+        out = torch.compile(dev_model)(x.to(DEV))
+        out.square().mean().backward()
+    assert_close(out, ref.detach(), rtol=1e-4, atol=1e-4)
+    for p, want in zip(dev_model.parameters(), model.parameters()):
+        assert_close(p.grad, want.grad, rtol=1e-3, atol=1e-4)
+    assert_close(dev_model[0].running_mean, model[0].running_mean)
+    assert_close(dev_model[0].running_var, model[0].running_var)
+
+
+def test_inplace_and_mutated_inputs():
+    def fn(x, y):
+        x.add_(1)  # a mutated graph input
+        y[:, 0] = x.sum(1)  # an indexed store into another input
+        return (x * 2).relu_()
+
+    x, y = torch.randn(4, 6), torch.zeros(4, 3)
+    xd, yd = x.to(DEV), y.to(DEV)
+    want = fn(x, y)
+    with native_only():
+        got = torch.compile(fn)(xd, yd)
+    assert_close(got, want)
+    assert_close(xd, x)
+    assert_close(yd, y)
+
+
+def test_random_ops():
+    def fn(x):
+        return torch.rand_like(x), torch.randn_like(x), F.dropout(x, 0.25, training=True)
+
+    x = torch.ones(256, 128, device=DEV)
+    compiled = torch.compile(fn)
+    torch.manual_seed(1)
+    u, n, d = compiled(x)
+    torch.manual_seed(1)
+    u2, _, _ = compiled(x)
+    assert torch.equal(u.cpu(), u2.cpu())  # the device generator's seed decides the stream
+    u, n, d = u.cpu(), n.cpu(), d.cpu()
+    assert 0 <= u.min() and u.max() < 1 and abs(u.mean() - 0.5) < 0.01
+    assert abs(n.mean()) < 0.02 and abs(n.std() - 1) < 0.02
+    kept = (d != 0).float().mean()
+    assert abs(kept - 0.75) < 0.01 and torch.allclose(d[d != 0], torch.full_like(d[d != 0], 1 / 0.75))
+    # With fallback_random, compiled random ops draw what eager draws.
+    with inductor_config.patch(fallback_random=True):
+        torch._dynamo.reset()
+        torch.manual_seed(2)
+        got = torch.compile(fn)(x)
+        torch.manual_seed(2)
+        want = fn(x)
+    for g, w in zip(got, want):
+        assert torch.equal(g.cpu(), w.cpu())
+
+
+def test_dynamic_shapes_and_recompiles():
+    from torch._dynamo.utils import counters
+
+    def fn(x, w):
+        return (x * w).sum(-1) + x.mean()
+
+    counters.clear()
+    compiled = torch.compile(fn, dynamic=True)
+    for n in (5, 17, 64):
+        x, w = torch.randn(n, 9), torch.randn(9)
+        with native_only():
+            assert_close(compiled(x.to(DEV), w.to(DEV)), fn(x, w), rtol=1e-4, atol=1e-5)
+    assert counters["stats"]["unique_graphs"] == 1  # one graph serves every size
+    # A static compile recompiles for a new rank, and guards on it.
+    counters.clear()
+    torch._dynamo.reset()
+    static = torch.compile(fn, dynamic=False)
+    static(torch.randn(3, 9, device=DEV), torch.randn(9, device=DEV))
+    out = static(torch.randn(2, 3, 9, device=DEV), torch.randn(9, device=DEV))
+    assert out.shape == (2, 3) and counters["stats"]["unique_graphs"] == 2
+
+
+def test_unsupported_op_runs_eager_counted():
+    from torch_opencl._inductor import fallback
+
+    def fn(x):
+        return torch.special.i0e(x * 2) + 1  # no OpenCL code generator for i0e: that node runs eagerly
+
+    fallback.reset_stats()
+    x = torch.randn(40)
+    previous = torch.opencl.fallback_mode()
+    torch.opencl.set_fallback_mode("silent")  # i0e's eager kernel may itself be the CPU fallback
+    try:
+        # Counted when a graph is lowered: a graph served from Inductor's FX graph cache (on disk,
+        # shared between runs) is not lowered again, so this compile must not come from it.
+        with warnings.catch_warnings(record=True) as caught, inductor_config.patch(fx_graph_cache=False):
+            warnings.simplefilter("always")
+            got = torch.compile(fn)(x.to(DEV))
+    finally:
+        torch.opencl.set_fallback_mode(previous)
+    assert_close(got, fn(x))
+    assert fallback.stats().get("aten.special_i0e.default", 0) >= 1, fallback.stats()
+    assert any("special_i0e" in str(w.message) and "eager ATen call" in str(w.message) for w in caught)
+
+
+def test_generated_program_comes_from_the_disk_cache(tmp_path, monkeypatch):
+    """A second process builds no program for the same graph: the binary is on disk."""
+    fn_source = "lambda a: (a.sin() * 3).sum(0) + a.amin(0)"
+    x = torch.arange(64.0, device=DEV).reshape(8, 8)
+    monkeypatch.setenv("TORCH_OPENCL_CACHE_DIR", str(tmp_path / "programs"))  # read at each build
+    # Our disk cache, forced on (on PoCL, PoCL's own cache keeps programs instead: binaries_worth_keeping
+    # in runtime/program_cache.cpp).
+    torch.opencl._C._force_binaries_on_disk(1)
+    before = torch.opencl._C._program_cache_stats()
+    try:
+        want = torch.compile(eval(fn_source))(x).cpu()
+    finally:
+        torch.opencl._C._force_binaries_on_disk(-1)
+    built = torch.opencl._C._program_cache_stats()["source_builds"] - before["source_builds"]
+    assert built == 1  # the graph's one program
+    script = textwrap.dedent(
+        f"""
+        import torch, torch_opencl
+        torch.opencl._C._force_binaries_on_disk(1)
+        x = torch.arange(64.0, device="opencl").reshape(8, 8)
+        torch.compile(lambda a: a.cos())(x)  # Inductor's imports and the eager programs it uses
+        torch._dynamo.reset()
+        before = torch.opencl._C._program_cache_stats()
+        got = torch.compile({fn_source})(x).cpu()
+        after = torch.opencl._C._program_cache_stats()
+        print(after["source_builds"] - before["source_builds"], after["disk_loads"] - before["disk_loads"])
+        print(got.tolist())
+        """
+    )
+    # A fresh Inductor cache: the second process generates the graph's code again, and its program
+    # text is the same.
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"))
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    counts, values = run.stdout.strip().splitlines()[-2:]
+    assert tuple(map(int, counts.split())) == (0, 1)
+    assert torch.equal(torch.tensor(eval(values)), want)
+
+
+@pytest.mark.parametrize("workload", [mlp, digits_cnn, transformer], ids=["mlp", "digits_cnn", "transformer"])
+def test_training_workloads_match_eager(workload):
+    """20 steps of each bench_training workload under torch.compile(model): the losses eager gives,
+    no CPU fallback. fallback_random makes dropout draw what eager draws."""
+
+    def losses(compiled, steps=20):
+        torch.manual_seed(0)
+        model, (x, y), make_opt, loss_fn = workload()
+        model, x, y = model.to(DEV), x.to(DEV), y.to(DEV)
+        opt = make_opt(model)
+        run = torch.compile(model) if compiled else model
+        out = []
+        for _ in range(steps):
+            opt.zero_grad()
+            loss = loss_fn(run, x, y)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            out.append(loss.detach())
+        return torch.stack(out).cpu()
+
+    with inductor_config.patch(fallback_random=True), native_only():
+        eager = losses(False)
+        compiled = losses(True)
+    torch.testing.assert_close(compiled, eager, rtol=1e-4, atol=1e-5)
