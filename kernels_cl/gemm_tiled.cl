@@ -8,7 +8,9 @@
 //   BK          the K depth of one stage
 // Operands have any strides (sizes and strides are arguments, one program per configuration):
 //   A(i, k) = a[i * a_si + k * a_sk], B(k, j) = b[k * b_sk + j * b_sj], C(i, j) = c[i * c_si + j * c_sj]
-// Global loads are coalesced along whichever dimension of an operand is contiguous (a uniform branch).
+// Global loads are coalesced along whichever dimension of an operand is contiguous (a uniform branch),
+// a VEC4 at a time where the host found both operands' contiguous rows 4-element aligned (vec4: the
+// contiguous sizes, the other strides, the offsets and the batch strides all multiples of 4).
 // A work-item's rows are {g * BM / RM + 4 ly + r} and columns {h * BN / RN + 4 lx + s}: consecutive
 // work-items read consecutive float4s of local memory (no bank conflicts) and store adjacent columns.
 //
@@ -34,7 +36,7 @@ __kernel __attribute__((reqd_work_group_size(WGX, WGY, 1)))
 void gemm_tiled(__global const T* restrict a, ulong a_off, __global const T* restrict b, ulong b_off,
                 __global T* restrict c, ulong c_off, int M, int N, int K, long a_si, long a_sk, long b_sk,
                 long b_sj, long c_si, long c_sj, long a_bs, long b_bs, long c_bs, int splits, int k_chunk,
-                ACC alpha, ACC beta, ulong z_base) {
+                ACC alpha, ACC beta, ulong z_base, int vec4) {
   __local T As[BK][BM + PAD];
   __local T Bs[BK][BN + PAD];
   const int lx = get_local_id(0), ly = get_local_id(1);
@@ -75,21 +77,75 @@ void gemm_tiled(__global const T* restrict a, ulong a_off, __global const T* res
       rb[p] = (gj < N && gk < kk_len) ? b[gk * b_sk + gj * b_sj] : (T)0;                \
     }                                                                                   \
   }
-  LOAD_STAGE(0)
+#if A_PER % 4 == 0 && B_PER % 4 == 0 && BK % 4 == 0
+  // The same tiles a VEC4 per load: element 4 p + c of ra/rb is component c of VEC4 f = t + p NT.
+#define LOAD_STAGE_VEC(k0)                                                                           \
+  {                                                                                                  \
+    for (int p = 0; p < A_PER / 4; ++p) {                                                            \
+      const int f = t + p * NT;                                                                      \
+      const int mm = a_k_inner ? f / (BK / 4) : (f % (BM / 4)) * 4;                                  \
+      const int kk = a_k_inner ? (f % (BK / 4)) * 4 : f / (BM / 4);                                  \
+      const int gi = m0 + mm, gk = (k0) + kk;                                                        \
+      const VEC4(T) v = (gi < M && gk < kk_len)                                                      \
+          ? *(__global const VEC4(T)*)(a + (a_k_inner ? gi * a_si + gk : gk * a_sk + gi)) : (VEC4(T))0; \
+      ra[4 * p] = v.x; ra[4 * p + 1] = v.y; ra[4 * p + 2] = v.z; ra[4 * p + 3] = v.w;               \
+    }                                                                                                \
+    for (int p = 0; p < B_PER / 4; ++p) {                                                            \
+      const int f = t + p * NT;                                                                      \
+      const int nn = b_n_inner ? (f % (BN / 4)) * 4 : f / (BK / 4);                                  \
+      const int kk = b_n_inner ? f / (BN / 4) : (f % (BK / 4)) * 4;                                  \
+      const int gj = n0 + nn, gk = (k0) + kk;                                                        \
+      const VEC4(T) v = (gj < N && gk < kk_len)                                                      \
+          ? *(__global const VEC4(T)*)(b + (b_n_inner ? gk * b_sk + gj : gj * b_sj + gk)) : (VEC4(T))0; \
+      rb[4 * p] = v.x; rb[4 * p + 1] = v.y; rb[4 * p + 2] = v.z; rb[4 * p + 3] = v.w;               \
+    }                                                                                                \
+  }
+#else
+#define LOAD_STAGE_VEC(k0) LOAD_STAGE(k0)
+#endif
+  if (vec4) {
+    LOAD_STAGE_VEC(0)
+  } else {
+    LOAD_STAGE(0)
+  }
   for (int k0 = 0; k0 < kk_len; k0 += BK) {
     barrier(CLK_LOCAL_MEM_FENCE);  // the previous stage's reads are done
+#if A_PER % 4 == 0 && B_PER % 4 == 0 && BK % 4 == 0
+    if (vec4) {
 #pragma unroll
-    for (int p = 0; p < A_PER; ++p) {
-      const int e = t + p * NT;
-      As[a_k_inner ? e % BK : e / BM][a_k_inner ? e / BK : e % BM] = ra[p];
-    }
+      for (int q = 0; q < A_PER; ++q) {
+        const int f = t + (q / 4) * NT, c = q % 4;
+        if (a_k_inner) As[(f % (BK / 4)) * 4 + c][f / (BK / 4)] = ra[q];
+        else As[f / (BM / 4)][(f % (BM / 4)) * 4 + c] = ra[q];
+      }
 #pragma unroll
-    for (int p = 0; p < B_PER; ++p) {
-      const int e = t + p * NT;
-      Bs[b_n_inner ? e / BN : e % BK][b_n_inner ? e % BN : e / BK] = rb[p];
+      for (int q = 0; q < B_PER; ++q) {
+        const int f = t + (q / 4) * NT, c = q % 4;
+        if (b_n_inner) Bs[f / (BN / 4)][(f % (BN / 4)) * 4 + c] = rb[q];
+        else Bs[(f % (BK / 4)) * 4 + c][f / (BK / 4)] = rb[q];
+      }
+    } else
+#endif
+    {
+#pragma unroll
+      for (int p = 0; p < A_PER; ++p) {
+        const int e = t + p * NT;
+        As[a_k_inner ? e % BK : e / BM][a_k_inner ? e / BK : e % BM] = ra[p];
+      }
+#pragma unroll
+      for (int p = 0; p < B_PER; ++p) {
+        const int e = t + p * NT;
+        Bs[b_n_inner ? e / BN : e % BK][b_n_inner ? e % BN : e / BK] = rb[p];
+      }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (k0 + BK < kk_len) LOAD_STAGE(k0 + BK)  // in flight while this stage computes
+    if (k0 + BK < kk_len) {  // in flight while this stage computes
+      if (vec4) {
+        LOAD_STAGE_VEC(k0 + BK)
+      } else {
+        LOAD_STAGE(k0 + BK)
+      }
+    }
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
       T av[TM], bv[TN];
@@ -110,6 +166,7 @@ void gemm_tiled(__global const T* restrict a, ulong a_off, __global const T* res
     }
   }
 #undef LOAD_STAGE
+#undef LOAD_STAGE_VEC
 
   // C = alpha * acc + beta * C; beta == 0 never reads C (its old values may be NaN).
   const bool partial = splits > 1;

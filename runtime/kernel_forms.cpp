@@ -43,6 +43,12 @@ KernelForms choose(const DeviceInfo& d) {
   f.reduce_group = 1;  // a power of two (the trees halve it), at most 256 and the device's limit
   while (f.reduce_group * 2 <= std::min<size_t>(256, max_group)) f.reduce_group *= 2;
   f.reduce_fill_groups = std::max<size_t>(64, 4 * static_cast<size_t>(d.compute_units));
+
+  // Row-wise families (softmax, layer norm, batch norm): their GPU forms need a power-of-two group.
+  f.row_gpu_forms = f.gpu() && (f.row_group & (f.row_group - 1)) == 0;
+  f.line_items = 8;
+  f.column_lines = std::min<size_t>(16, f.row_group);  // 64 bytes of floats: whole 32-byte sectors
+  f.busy_groups = 8 * std::max<size_t>(1, d.compute_units);
   return f;
 }
 

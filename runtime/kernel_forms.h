@@ -60,6 +60,25 @@ struct KernelForms {
   // equal indices (deterministic, no atomics, parallel) rather than a work-item per row scanning all.
   bool sorted_segment_sums = false;
 
+  // ---- Row-wise families: softmax/log_softmax, layer_norm, batch_norm, nll_loss (cross_entropy) ----
+  // GPU forms (kernels_cl/line_reduce.cl and the *_gpu.cl files that include it): the lines of a
+  // kernel (rows, or the columns of a softmax over a non-last dim) share work-groups of row_group
+  // items, a power-of-two segment of items per line, consecutive items on consecutive elements or
+  // columns, reductions in local memory; batch norm's statistics, layer norm's weight/bias
+  // gradients and nll_loss's sum in two stages (partial sums per block, then a combine) so every
+  // compute unit works.
+  bool row_gpu_forms = false;
+  // Elements of its line each work-item is sized for (the sources keep up to 8 in registers and
+  // read a line from memory once; longer lines are re-read).
+  size_t line_items = 8;
+  // Adjacent columns one group reads together (a non-last-dim softmax, layer norm's parameter
+  // gradients): enough for whole memory transactions, few enough that long columns get enough
+  // items to stay in registers.
+  size_t column_lines = 16;
+  // Work-groups that fill the device: segments widen and two-stage reductions split until a
+  // launch has about this many.
+  size_t busy_groups = 0;
+
   bool gpu() const { return kernel_class == KernelClass::gpu; }
 };
 

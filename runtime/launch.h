@@ -2,7 +2,9 @@
 // Setting kernel arguments and enqueueing a kernel on a stream.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 #include "runtime/error.h"
 #include "runtime/stream.h"
@@ -77,5 +79,10 @@ void enqueue_nd(int device, int stream, cl_kernel kernel, cl_uint dims, const si
 
 // Number of kernels the enqueue_* functions have launched in this process (a debug counter for tests).
 uint64_t launch_count();
+
+// Test hook: while on, the function names of the kernels enqueue_1d/enqueue_3d launch are kept in
+// order (so a test can tell which form of a kernel family ran). Turning it on clears the list.
+void record_kernel_names(bool on);
+std::vector<std::string> recorded_kernel_names();
 
 }  // namespace tocl

@@ -17,6 +17,15 @@ int64_t host_time_ns() {
   return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
 }
 
+std::string kernel_name(cl_kernel kernel) {
+  size_t size = 0;
+  if (clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, 0, nullptr, &size) != CL_SUCCESS || size <= 1) return "kernel";
+  std::string name(size, '\0');
+  clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, size, name.data(), nullptr);
+  name.resize(size - 1);  // drop the terminating NUL
+  return name;
+}
+
 Scope::Scope(int device, int stream, Kind kind, const char* name)
     : recorder_(detail::recorder.load(std::memory_order_relaxed)) {
   if (!recorder_) return;
@@ -33,14 +42,7 @@ Scope::Scope(int device, int stream, cl_kernel kernel)
   command_.device = device;
   command_.stream = stream;
   command_.kind = Kind::Kernel;
-  size_t size = 0;
-  if (clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, 0, nullptr, &size) == CL_SUCCESS && size > 1) {
-    command_.name.resize(size);
-    clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, size, command_.name.data(), nullptr);
-    command_.name.resize(size - 1);  // drop the terminating NUL
-  } else {
-    command_.name = "kernel";
-  }
+  command_.name = kernel_name(kernel);
   command_.enqueue_begin_ns = host_time_ns();
 }
 

@@ -35,6 +35,9 @@ inline bool active() { return detail::recorder.load(std::memory_order_relaxed) !
 
 int64_t host_time_ns();  // CLOCK_REALTIME in nanoseconds, the clock PyTorch's profiler stamps
 
+// The kernel's function name ("kernel" if the driver does not tell it).
+std::string kernel_name(cl_kernel kernel);
+
 // One traced enqueue: `Scope s(device, stream, Kind::Memcpy, "Memcpy HtoD"); clEnqueue...(..., s.event());`
 // The recorder receives the command when the scope ends (only if the driver returned an event).
 class Scope {

@@ -42,3 +42,22 @@ def compare_with_cpu(fn, *inputs, rtol=None, atol=None):
     with native_only():
         got = fn(*[x.to("opencl") for x in inputs])
     assert_same_as_cpu(got, want, rtol, atol)
+
+
+def kernel_class():
+    """The kernel class of device 0 ("cpu" or "gpu", runtime/kernel_forms.h)."""
+    from torch_opencl import _C
+    return _C._device_properties(0)["kernel_class"]
+
+
+@contextlib.contextmanager
+def launched_kernels():
+    """Collects into the yielded list the names of the kernels the block launches, in order."""
+    from torch_opencl import _C
+    names = []
+    _C._record_kernel_names(True)
+    try:
+        yield names
+    finally:
+        _C._record_kernel_names(False)
+        names.extend(_C._recorded_kernel_names())

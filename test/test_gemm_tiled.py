@@ -55,6 +55,34 @@ def test_mm_layouts_and_partial_tiles(plan, dtype):
 
 
 @pytest.mark.parametrize("plan", PLANS, indirect=True)
+def test_aligned_operands_read_four_at_a_time(plan):
+    # Contiguous sizes, other strides, offsets and batch strides all multiples of 4 take the kernel's
+    # VEC4 loads (each of the four layouts); an offset of 2 or an odd size takes the scalar loads.
+    g = torch.Generator().manual_seed(4)
+
+    def operand(storage, offset, rows, cols, transposed):
+        flat = storage[offset:offset + rows * cols]
+        return flat.view(cols, rows).t() if transposed else flat.view(rows, cols)
+
+    with native_only():
+        for m, n, k in [(132, 68, 100), (64, 260, 36), (36, 40, 9)]:
+            sa, sb = torch.randn(8 + m * k, generator=g), torch.randn(8 + k * n, generator=g)
+            da, db = sa.to(DEV), sb.to(DEV)
+            for offset in (0, 4, 2):
+                for ta in (False, True):
+                    for tb in (False, True):
+                        close(operand(da, offset, m, k, ta) @ operand(db, offset, k, n, tb),
+                              operand(sa, offset, m, k, ta) @ operand(sb, offset, k, n, tb), torch.float32)
+        # batched: batch strides multiples of 4 (and not)
+        for extra in (0, 2):
+            sa, sb = torch.randn(3, 68 * 40 + extra, generator=g), torch.randn(3, 40 * 72 + extra, generator=g)
+            a, b = sa[:, :68 * 40].view(3, 68, 40), sb[:, :40 * 72].view(3, 40, 72)
+            da, db = sa.to(DEV)[:, :68 * 40].view(3, 68, 40), sb.to(DEV)[:, :40 * 72].view(3, 40, 72)
+            close(torch.bmm(da, db), torch.bmm(a, b), torch.float32)
+            close(torch.bmm(da, db.transpose(1, 2).contiguous().transpose(1, 2)), torch.bmm(a, b), torch.float32)
+
+
+@pytest.mark.parametrize("plan", PLANS, indirect=True)
 def test_addmm_alpha_beta_and_nan_in_an_ignored_c(plan):
     g = torch.Generator().manual_seed(1)
     a, b = torch.randn(70, 90, generator=g), torch.randn(90, 33, generator=g)
@@ -90,12 +118,20 @@ def test_the_device_chooses_tiles_that_fill_it_and_splits_long_k():
     # Enough 128 x 128 tiles for every compute unit: the large tile, K whole.
     big = max(cu, 1) * 128 * 128
     assert plan(big // 128, 128, 256)[:2] == (2, 2) and plan(big // 128, 128, 256)[3] == 1
-    # Too few tiles with a long K: the large tile with K split (each part at least 256 deep).
-    rm, rn, bk, splits = plan(64, 64, 4096)
-    assert (rm, rn) == (2, 2) and splits == (1 if cu == 1 else min(2 * cu, 4096 // 256))
+    # Too few tiles with a long K: K split (each part at least 256 deep, two waves at most); the large
+    # tile where that fills the device, else one small tile (no idle rows) split as far.
+    rm, rn, bk, splits = plan(128, 128, 4096)
+    k_splits = 1 if cu == 1 else min(2 * cu, 4096 // 256)
+    if k_splits >= cu:
+        assert (rm, rn, splits) == (2, 2, k_splits), (cu, rm, rn, splits)
+    else:  # four small tiles, split K until two waves (or 256-deep parts)
+        assert (rm, rn, splits) == (1, 1, 1 if 4 >= cu else min(-(-2 * cu // 4), 4096 // 256)), (cu, rm, rn, splits)
     # Too few tiles and a short K: the small tile (more of them), K whole when they fill the device.
     if cu >= 2:
         assert plan(64 * cu, 128, 300)[:2] == (1, 1) and plan(64 * cu, 128, 300)[3] == 1
+    # A large tile over half empty (C of 64 rows, as a 64-channel convolution's GEMM) gives way to the small.
+    assert plan(64, 512 * max(cu, 1), 576)[:2] == (1, 1) and plan(64, 512 * max(cu, 1), 576)[3] == 1
+    assert plan(320, 512 * max(cu, 1), 576)[:2] == (2, 2)  # 5/6 of the large tiles' work is C's
     # Doubles keep the small tile, and split K like the large one.
     assert plan(big // 128, 128, 256, dbl=True)[:2] == (1, 1)
     assert plan(64, 64, 4096, dbl=True)[3] == (1 if cu == 1 else min(2 * cu, 4096 // 256))

@@ -373,7 +373,12 @@ WorkPtr StagingBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& inp
 
 WorkPtr StagingBackend::reduce_scatter_tensor_coalesced(TensorList& outputs, TensorList& inputs,
                                                         const c10d::ReduceScatterOptions& opts) {
-  CallBuilder b(*this, "reduce_scatter_tensor_coalesced", OpType::REDUCE_SCATTER_TENSOR_COALESCED);
+#if TORCH_OPENCL_HAS_RS_COALESCED_OPTYPE
+  constexpr auto op_type = OpType::REDUCE_SCATTER_TENSOR_COALESCED;
+#else
+  constexpr auto op_type = OpType::COALESCED;  // torch 2.11 has no OpType of its own for it
+#endif
+  CallBuilder b(*this, "reduce_scatter_tensor_coalesced", op_type);
   b.check(outputs, "output").check(inputs, "input");
   TORCH_CHECK(outputs.size() == inputs.size(), "opencl_gloo reduce_scatter_tensor_coalesced: ", outputs.size(),
               " outputs for ", inputs.size(), " inputs");

@@ -49,6 +49,12 @@ int64_t groups_of(const tocl::KernelForms::GemmTile& t, int64_t m, int64_t n, in
   return ceil_div(m, 64 * t.rm) * ceil_div(n, 64 * t.rn) * batch;
 }
 
+// The share of a tile grid's multiply-adds that land inside C (the rest compute zeros past its edges).
+double coverage(const tocl::KernelForms::GemmTile& t, int64_t m, int64_t n) {
+  const int64_t bm = 64 * t.rm, bn = 64 * t.rn;
+  return static_cast<double>(m * n) / static_cast<double>(ceil_div(m, bm) * bm * ceil_div(n, bn) * bn);
+}
+
 }  // namespace
 
 TiledGemmPlan plan_tiled_gemm(int device, c10::ScalarType type, int64_t m, int64_t n, int64_t k, int64_t batch) {
@@ -58,8 +64,10 @@ TiledGemmPlan plan_tiled_gemm(int device, c10::ScalarType type, int64_t m, int64
   }
   const auto& forms = tocl::kernel_forms(device);
   const int64_t units = static_cast<int64_t>(forms.compute_units);
-  // Doubles keep the small tile: 16 double accumulators per work-item, not 64.
-  const bool large_fits = type != at::kDouble;
+  // Doubles keep the small tile: 16 double accumulators per work-item, not 64. A large tile that would
+  // compute mostly past C's edges (a 64-row C, e.g. a 64-channel convolution's) gives way to the small.
+  const bool large_fits = type != at::kDouble &&
+                          coverage(forms.gemm_large, m, n) >= 0.75 * coverage(forms.gemm_small, m, n);
   const auto& large = forms.gemm_large;
   const auto& small = forms.gemm_small;
   // K splits that give `groups` tiles two waves, each part at least 256 deep (1: no split).
@@ -124,14 +132,26 @@ bool tiled_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, d
     c_sj = 1;
     c_bs = m * n;
   }
+  // Both operands read a VEC4 at a time along their contiguous dimension when every row of it starts
+  // 4-element aligned (buffers themselves are aligned far beyond 16 or 32 bytes).
+  const tocl::BufferArg a_arg = buffer_arg(a), b_arg = buffer_arg(b);
+  const cl_long a_si = stride(a, d - 2), a_sk = stride(a, d - 1), b_sk = stride(b, d - 2), b_sj = stride(b, d - 1);
+  const cl_long a_bs = d == 3 ? stride(a, 0) : 0, b_bs = d == 3 ? stride(b, 0) : 0;
+  const auto four = [](int64_t v) { return v % 4 == 0; };
+  // The kernel walks A along k when a_sk == 1, else along m; B along n unless only b_sk is 1.
+  const bool a_rows = a_sk == 1 ? four(a_si) && four(k) : a_si == 1 && four(a_sk) && four(m);
+  const bool b_n_inner = b_sj == 1 || b_sk != 1;
+  const bool b_rows = b_n_inner ? b_sj == 1 && four(b_sk) && four(n) : four(b_sj) && four(k);
+  const bool vec4 = a_rows && b_rows && four(static_cast<int64_t>(a_arg.offset)) &&
+                    four(static_cast<int64_t>(b_arg.offset)) && four(a_bs) && four(b_bs);
   cl_kernel kernel = tocl::get_kernel(program, "gemm_tiled");
   const int64_t z_total = batch * used_splits;
   for (int64_t z0 = 0; z0 < z_total; z0 += kMaxGridYZ) {
     const int64_t zs = std::min(kMaxGridYZ, z_total - z0);
-    tocl::set_args(kernel, buffer_arg(a), buffer_arg(b), c_arg, static_cast<cl_int>(m), static_cast<cl_int>(n),
-                   static_cast<cl_int>(k), stride(a, d - 2), stride(a, d - 1), stride(b, d - 2), stride(b, d - 1),
-                   c_si, c_sj, d == 3 ? stride(a, 0) : cl_long(0), d == 3 ? stride(b, 0) : cl_long(0), c_bs,
-                   static_cast<cl_int>(used_splits), static_cast<cl_int>(k_chunk), al, be, static_cast<cl_ulong>(z0));
+    tocl::set_args(kernel, a_arg, b_arg, c_arg, static_cast<cl_int>(m), static_cast<cl_int>(n),
+                   static_cast<cl_int>(k), a_si, a_sk, b_sk, b_sj, c_si, c_sj, a_bs, b_bs, c_bs,
+                   static_cast<cl_int>(used_splits), static_cast<cl_int>(k_chunk), al, be, static_cast<cl_ulong>(z0),
+                   static_cast<cl_int>(vec4));
     const size_t global[3] = {static_cast<size_t>(tiles_m * kGroupSide), static_cast<size_t>(tiles_n * kGroupSide),
                               static_cast<size_t>(zs)};
     const size_t local[3] = {kGroupSide, kGroupSide, 1};

@@ -17,6 +17,7 @@
 #include "aten/kernel_support/opencl_tensor.h"
 #include "aten/native/pointwise.h"
 #include "aten/kernel_support/structured.h"
+#include "runtime/kernel_forms.h"
 
 namespace torch_opencl {
 namespace {
@@ -57,6 +58,30 @@ void check_weight(const Tensor& input, const Tensor& weight) {
               input.device());
 }
 
+// 'sum'/'mean', GPU form (kernels_cl/loss_gpu.cl): groups of a target or so per item write partial
+// sums, one group adds them up. A 0-element input still writes 0 ('sum') or 0/0 = nan ('mean').
+void nll_reduce_gpu(const Tensor& in, const Tensor& tgt, const Tensor& weight, bool mean, int64_t ignore_index,
+                    const NllGeometry& g, const Tensor& output, const Tensor& total_weight) {
+  const int device = device_index(in);
+  const int stream = current_stream_of(in);
+  const auto& forms = tocl::kernel_forms(device);
+  const auto wg = static_cast<int64_t>(forms.row_group);
+  const int64_t groups =
+      std::max<int64_t>(1, std::min<int64_t>(static_cast<int64_t>(forms.busy_groups), (g.N * g.S + wg - 1) / wg));
+  const auto acc = in.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  auto partial = at::empty({2 * groups}, in.options().dtype(acc));
+  cl_kernel k = dtype_kernel(in, "loss_gpu.cl", "nll_reduce_partials", tgt.scalar_type());
+  tocl::set_args(k, buffer_arg(partial), buffer_arg(in.numel() ? in : output), buffer_arg(tgt.numel() ? tgt : partial),
+                 buffer_arg(weight.defined() ? weight : output), static_cast<cl_int>(weight.defined()),
+                 static_cast<cl_long>(g.N), static_cast<cl_long>(g.C), static_cast<cl_long>(g.S),
+                 static_cast<cl_long>(ignore_index));
+  tocl::enqueue_1d(device, stream, k, static_cast<size_t>(groups * wg), static_cast<size_t>(wg));
+  cl_kernel k2 = dtype_kernel(in, "loss_gpu.cl", "nll_reduce_finish", tgt.scalar_type());
+  tocl::set_args(k2, buffer_arg(output), buffer_arg(total_weight), buffer_arg(partial), static_cast<cl_long>(groups),
+                 static_cast<cl_int>(mean));
+  tocl::enqueue_1d(device, stream, k2, static_cast<size_t>(wg), static_cast<size_t>(wg));
+}
+
 void nll_forward(const Tensor& input, const Tensor& target, const Tensor& weight_, int64_t reduction,
                  int64_t ignore_index, bool spatial, const Tensor& output, const Tensor& total_weight) {
   check_same_device({input, target, weight_});
@@ -80,6 +105,10 @@ void nll_forward(const Tensor& input, const Tensor& target, const Tensor& weight
                    static_cast<cl_long>(g.S), static_cast<cl_long>(ignore_index));
     tocl::enqueue_1d(device, stream, k, g.N * g.S);
     if (!out.is_same(output)) output.copy_(out);
+    return;
+  }
+  if (tocl::kernel_forms(device).row_gpu_forms) {
+    nll_reduce_gpu(in, tgt, weight_.defined() ? weight : Tensor(), reduction == at::Reduction::Mean, ignore_index, g, output, total_weight);
     return;
   }
   cl_kernel k = dtype_kernel(in, "loss.cl", "nll_forward_reduce", tgt.scalar_type());

@@ -4,6 +4,9 @@
 // over chunks of rows; otherwise one work-group per row. Batch
 // norm reduces per channel of a contiguous (N, C, S) view. Kernels in
 // kernels_cl/normalization.cl; statistics are accumulated in float (double for float64).
+// GPU forms (kernels_cl/normalization_gpu.cl, where runtime/kernel_forms.h says row_gpu_forms): layer
+// norm rows as segments of work-groups, its parameter gradients as two-stage column sums; batch
+// norm per (channel, block of planes) work-group, blocks combined by a second kernel.
 #include <ATen/ATen.h>
 #include <ATen/native/layer_norm.h>
 #include <c10/core/DeviceGuard.h>
@@ -16,8 +19,10 @@
 
 #include "aten/kernel_support/dtype_fallback.h"
 #include "aten/kernel_support/kernel_program.h"
+#include "aten/kernel_support/line_geometry.h"
 #include "aten/kernel_support/opencl_tensor.h"
 #include "runtime/device.h"
+#include "runtime/kernel_forms.h"
 
 namespace torch_opencl {
 namespace {
@@ -69,9 +74,21 @@ std::pair<size_t, size_t> item_per_row(const Tensor& x, int64_t rows) {
   return {static_cast<size_t>((rows + local - 1) / local * local), static_cast<size_t>(local)};
 }
 
+bool gpu_forms(const Tensor& x) { return tocl::kernel_forms(device_index(x)).row_gpu_forms; }
+
 void rows_forward(const Tensor& x, const Tensor& w, const Tensor& b, int64_t rows, int64_t n, int64_t groups,
                   int64_t inner_div, double eps, const Tensor& out, const Tensor& mean, const Tensor& rstd) {
   if (rows == 0) return;
+  if (groups == 1 && inner_div == 1 && gpu_forms(x)) {  // layer norm, GPU form
+    const int device = device_index(x);
+    const auto p = line_launch(device, n, 1, rows);
+    cl_kernel k = dtype_kernel(x, "normalization_gpu.cl", "layer_norm_lines_forward");
+    tocl::set_args(k, buffer_arg(out), buffer_arg(mean), buffer_arg(rstd), arg_or(x, mean), arg_or(w, mean),
+                   arg_or(b, mean), I(w.defined()), I(b.defined()), L(n), L(rows), static_cast<cl_int>(p.seg));
+    set_acc_arg(k, 17, x, eps);
+    tocl::enqueue_1d(device, current_stream_of(x), k, p.global, p.local);
+    return;
+  }
   if (groups == 1 && inner_div == 1 && many_rows(x, rows)) {  // layer norm
     cl_kernel k = dtype_kernel(x, "normalization.cl", "layer_norm_rows_forward");
     tocl::set_args(k, buffer_arg(out), buffer_arg(mean), buffer_arg(rstd), arg_or(x, mean), arg_or(w, mean),
@@ -88,6 +105,46 @@ void rows_forward(const Tensor& x, const Tensor& w, const Tensor& b, int64_t row
   tocl::enqueue_1d(device_index(x), current_stream_of(x), k, rows * row_group(device_index(x)), row_group(device_index(x)));
 }
 
+// Layer norm's backward, GPU forms: dx per row; the weight/bias gradients as column sums over
+// blocks of rows (enough blocks to fill the device, each walker of a group at least 4 rows),
+// combined by a second kernel when there is more than one block.
+void layer_norm_backward_gpu(const Tensor& go, const Tensor& x, const Tensor& m, const Tensor& r, const Tensor& w,
+                             int64_t rows, int64_t n, std::array<bool, 3> mask, const Tensor& dx, const Tensor& dw,
+                             const Tensor& db) {
+  if (rows * n == 0) return;  // dw, db: zeros
+  const int device = device_index(x);
+  const int stream = current_stream_of(x);
+  const auto& forms = tocl::kernel_forms(device);
+  if (mask[0]) {
+    const auto p = line_launch(device, n, 1, rows);
+    cl_kernel k = dtype_kernel(x, "normalization_gpu.cl", "layer_norm_lines_backward");
+    tocl::set_args(k, buffer_arg(dx), buffer_arg(go), buffer_arg(x), buffer_arg(m), buffer_arg(r), arg_or(w, x),
+                   I(w.defined()), L(n), L(rows), static_cast<cl_int>(p.seg));
+    tocl::enqueue_1d(device, stream, k, p.global, p.local);
+  }
+  if (!mask[1] && !mask[2]) return;
+  const auto wg = static_cast<int64_t>(forms.row_group);
+  const int64_t cols = std::min<int64_t>(static_cast<int64_t>(forms.column_lines), pow2_at_least(n));
+  const int64_t walkers = wg / cols, col_blocks = (n + cols - 1) / cols;
+  const int64_t wanted = (static_cast<int64_t>(forms.busy_groups) + col_blocks - 1) / col_blocks;
+  const int64_t blocks_wanted = std::max<int64_t>(1, std::min(wanted, rows / (4 * walkers)));
+  const int64_t chunk = (rows + blocks_wanted - 1) / blocks_wanted;
+  const int64_t row_blocks = (rows + chunk - 1) / chunk;
+  const auto& any = mask[1] ? dw : db;
+  const auto acc = x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  const auto partial = row_blocks > 1 ? at::empty({row_blocks * 2 * n}, x.options().dtype(acc)) : Tensor();
+  cl_kernel k = dtype_kernel(x, "normalization_gpu.cl", "layer_norm_param_columns");
+  tocl::set_args(k, arg_or(partial, any), arg_or(dw, any), arg_or(db, any), I(mask[1]), I(mask[2]), buffer_arg(go),
+                 buffer_arg(x), buffer_arg(m), buffer_arg(r), L(rows), L(n), static_cast<cl_int>(cols), L(chunk),
+                 L(row_blocks));
+  tocl::enqueue_1d(device, stream, k, static_cast<size_t>(col_blocks * row_blocks * wg), static_cast<size_t>(wg));
+  if (row_blocks == 1) return;
+  cl_kernel k2 = dtype_kernel(x, "normalization_gpu.cl", "layer_norm_param_combine");
+  tocl::set_args(k2, arg_or(dw, any), arg_or(db, any), I(mask[1]), I(mask[2]), buffer_arg(partial), L(n),
+                 L(row_blocks));
+  tocl::enqueue_1d(device, stream, k2, static_cast<size_t>(2 * n), static_cast<size_t>(std::min<int64_t>(wg, 64)));
+}
+
 Tensor3 rows_backward(const Tensor& grad_out, const Tensor& x, const Tensor& mean, const Tensor& rstd,
                       const Tensor& w, int64_t rows, int64_t n, int64_t groups, int64_t inner_div,
                       int64_t params, at::IntArrayRef param_shape, std::array<bool, 3> mask) {
@@ -97,11 +154,18 @@ Tensor3 rows_backward(const Tensor& grad_out, const Tensor& x, const Tensor& mea
   const auto r = rstd.contiguous();
   Tensor dx, dw, db;
   if (mask[0]) dx = at::empty(x.sizes(), x.options());
-  if (mask[1]) dw = at::zeros(param_shape, x.options());
-  if (mask[2]) db = at::zeros(param_shape, x.options());
+  // The parameter kernels write every element; zeros only where none runs (no rows), which saves
+  // two fill launches per call.
+  const bool no_terms = rows * n == 0 || params == 0;
+  if (mask[1]) dw = no_terms ? at::zeros(param_shape, x.options()) : at::empty(param_shape, x.options());
+  if (mask[2]) db = no_terms ? at::zeros(param_shape, x.options()) : at::empty(param_shape, x.options());
   const int device = device_index(x);
   const int stream = current_stream_of(x);
   const bool layer = groups == 1 && inner_div == 1;
+  if (layer && gpu_forms(x)) {
+    layer_norm_backward_gpu(go, x, m, r, w, rows, n, mask, dx, dw, db);
+    return {dx, dw, db};
+  }
   if (mask[0] && rows * n > 0 && layer && many_rows(x, rows)) {
     cl_kernel k = dtype_kernel(x, "normalization.cl", "layer_norm_rows_backward");
     tocl::set_args(k, buffer_arg(dx), buffer_arg(go), buffer_arg(x), buffer_arg(m), buffer_arg(r), arg_or(w, x),
@@ -221,6 +285,76 @@ Channels channels(const Tensor& input, const char* op) {
   return {N, C, N * C == 0 ? 0 : input.numel() / (N * C)};
 }
 
+// GPU forms: each channel's N planes split into blocks, a work-group each, so that about
+// busy_groups groups run (128 channels alone would leave compute units idle), each item with at
+// least 4 elements; more than one block adds a combine kernel.
+struct ChannelBlocks {
+  int64_t chunk, blocks;  // planes per block, blocks per channel
+};
+
+ChannelBlocks channel_blocks(const Channels& g, int device) {
+  const auto& forms = tocl::kernel_forms(device);
+  const auto wg = static_cast<int64_t>(forms.row_group);
+  int64_t blocks = (static_cast<int64_t>(forms.busy_groups) + g.C - 1) / std::max<int64_t>(1, g.C);
+  blocks = std::max<int64_t>(1, std::min({blocks, g.N * g.S / (4 * wg), g.N}));
+  const int64_t chunk = std::max<int64_t>(1, (g.N + blocks - 1) / blocks);
+  return {chunk, std::max<int64_t>(1, (g.N + chunk - 1) / chunk)};
+}
+
+// The launch of the *_planes kernels: groups of whole planes where a plane fits a group, else
+// group-wide spans of a plane.
+size_t planes_global(const Channels& g, int device) {
+  const auto wg = static_cast<int64_t>(row_group(device));
+  const int64_t planes = g.N * g.C;
+  const int64_t groups = g.S <= wg ? (planes + wg / g.S - 1) / (wg / g.S) : planes * ((g.S + wg - 1) / wg);
+  return static_cast<size_t>(groups * wg);
+}
+
+void bn_stats_gpu(const Tensor& x, const Channels& g, const Tensor& rm, const Tensor& rv, double momentum, double eps,
+                  const Tensor& save_mean, const Tensor& save_invstd) {
+  const int device = device_index(x);
+  const int stream = current_stream_of(x);
+  const auto b = channel_blocks(g, device);
+  const auto acc = x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  const auto partial = b.blocks > 1 ? at::empty({g.C * b.blocks * 3}, x.options().dtype(acc)) : Tensor();
+  cl_kernel k = dtype_kernel(x, "normalization_gpu.cl", "bn_stats_blocks");
+  tocl::set_args(k, arg_or(partial, save_mean), buffer_arg(save_mean), buffer_arg(save_invstd), arg_or(rm, save_mean),
+                 arg_or(rv, save_mean), I(rm.defined()), arg_or(x, save_mean), L(g.N), L(g.C), L(g.S), L(b.chunk),
+                 L(b.blocks));
+  set_acc_arg(k, 18, x, momentum);
+  set_acc_arg(k, 19, x, eps);
+  tocl::enqueue_1d(device, stream, k, g.C * b.blocks * row_group(device), row_group(device));
+  if (b.blocks == 1) return;
+  cl_kernel k2 = dtype_kernel(x, "normalization_gpu.cl", "bn_stats_combine");
+  tocl::set_args(k2, buffer_arg(partial), buffer_arg(save_mean), buffer_arg(save_invstd), arg_or(rm, save_mean),
+                 arg_or(rv, save_mean), I(rm.defined()), L(g.C), L(b.blocks));
+  set_acc_arg(k2, 13, x, momentum);
+  set_acc_arg(k2, 14, x, eps);
+  tocl::enqueue_1d(device, stream, k2, g.C, 64);
+}
+
+// sums (2C: sum grad, sum grad * (x - mean)) and dweight/dbias, GPU form.
+void bn_backward_sums_gpu(const Tensor& go, const Tensor& x, const Tensor& mean, const Tensor& scale, bool train,
+                          double eps, const Channels& g, std::array<bool, 3> mask, const Tensor& sums,
+                          const Tensor& dw, const Tensor& db) {
+  const int device = device_index(x);
+  const int stream = current_stream_of(x);
+  const auto b = channel_blocks(g, device);
+  const auto partial = b.blocks > 1 ? at::empty({g.C * b.blocks * 2}, sums.options()) : Tensor();
+  cl_kernel k = dtype_kernel(x, "normalization_gpu.cl", "bn_backward_blocks");
+  tocl::set_args(k, arg_or(partial, sums), buffer_arg(sums), arg_or(dw, x), arg_or(db, x), I(mask[1]), I(mask[2]),
+                 arg_or(go, mean), arg_or(x, mean), buffer_arg(mean), buffer_arg(scale), I(!train), L(g.N), L(g.C),
+                 L(g.S), L(b.chunk), L(b.blocks));
+  set_acc_arg(k, 24, x, eps);
+  tocl::enqueue_1d(device, stream, k, g.C * b.blocks * row_group(device), row_group(device));
+  if (b.blocks == 1) return;
+  cl_kernel k2 = dtype_kernel(x, "normalization_gpu.cl", "bn_backward_combine");
+  tocl::set_args(k2, buffer_arg(partial), buffer_arg(sums), arg_or(dw, x), arg_or(db, x), I(mask[1]), I(mask[2]),
+                 buffer_arg(scale), I(!train), L(g.C), L(b.blocks));
+  set_acc_arg(k2, 15, x, eps);
+  tocl::enqueue_1d(device, stream, k2, g.C, 64);
+}
+
 Tensor3 native_batch_norm(const Tensor& input, const OptTensor& weight_, const OptTensor& bias_,
                           const OptTensor& running_mean_, const OptTensor& running_var_, bool training,
                           double momentum, double eps) {
@@ -247,7 +381,9 @@ Tensor3 native_batch_norm(const Tensor& input, const OptTensor& weight_, const O
   if (training) {
     save_mean = at::empty({g.C}, x.options());
     save_invstd = at::empty({g.C}, x.options());
-    if (g.C > 0) {
+    if (g.C > 0 && gpu_forms(x)) {
+      bn_stats_gpu(x, g, rm, rv, momentum, eps, save_mean, save_invstd);
+    } else if (g.C > 0) {
       cl_kernel k = dtype_kernel(x, "normalization.cl", "bn_stats");
       tocl::set_args(k, buffer_arg(save_mean), buffer_arg(save_invstd), arg_or(rm, save_mean), arg_or(rv, save_mean),
                      I(rm.defined()), arg_or(x, save_mean), L(g.N), L(g.C), L(g.S));
@@ -267,12 +403,16 @@ Tensor3 native_batch_norm(const Tensor& input, const OptTensor& weight_, const O
     scale = rv;
   }
   if (x.numel() > 0) {
-    cl_kernel k = dtype_kernel(x, "normalization.cl", "bn_apply");
+    const bool planes = gpu_forms(x);  // GPU form: no index division per element
+    cl_kernel k = dtype_kernel(x, planes ? "normalization_gpu.cl" : "normalization.cl", planes ? "bn_apply_planes" : "bn_apply");
     tocl::set_args(k, buffer_arg(out), buffer_arg(x), buffer_arg(mean), buffer_arg(scale), I(!training),
-                   arg_or(weight, x), arg_or(bias, x), I(weight.defined()), I(bias.defined()), L(x.numel()), L(g.C),
-                   L(g.S));
+                   arg_or(weight, x), arg_or(bias, x), I(weight.defined()), I(bias.defined()),
+                   L(planes ? g.N * g.C : x.numel()), L(g.C), L(g.S));
     set_acc_arg(k, 18, x, eps);
-    tocl::enqueue_1d(device, stream, k, x.numel());
+    if (planes)
+      tocl::enqueue_1d(device, stream, k, planes_global(g, device), row_group(device));
+    else
+      tocl::enqueue_1d(device, stream, k, x.numel());
   }
   return {out, save_mean, save_invstd};
 }
@@ -300,7 +440,9 @@ Tensor3 native_batch_norm_backward(const Tensor& grad_out, const Tensor& input, 
   const int device = device_index(x);
   const int stream = current_stream_of(x);
   auto sums = at::empty({2 * g.C}, x.options().dtype(x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat));
-  {
+  if (gpu_forms(x)) {
+    bn_backward_sums_gpu(go, x, mean, scale, train, eps, g, mask, sums, dw, db);
+  } else {
     cl_kernel k = dtype_kernel(x, "normalization.cl", "bn_backward_reduce");
     tocl::set_args(k, buffer_arg(sums), arg_or(dw, x), arg_or(db, x), I(mask[1]), I(mask[2]), arg_or(go, mean),
                    arg_or(x, mean), buffer_arg(mean), buffer_arg(scale), I(!train), L(g.N), L(g.C), L(g.S));
@@ -308,12 +450,17 @@ Tensor3 native_batch_norm_backward(const Tensor& grad_out, const Tensor& input, 
     tocl::enqueue_1d(device, stream, k, g.C * row_group(device), row_group(device));
   }
   if (mask[0] && x.numel() > 0) {
-    cl_kernel k = dtype_kernel(x, "normalization.cl", "bn_backward_apply");
+    const bool planes = gpu_forms(x);
+    cl_kernel k = dtype_kernel(x, planes ? "normalization_gpu.cl" : "normalization.cl",
+                               planes ? "bn_backward_apply_planes" : "bn_backward_apply");
     tocl::set_args(k, buffer_arg(dx), buffer_arg(sums), buffer_arg(go), buffer_arg(x), buffer_arg(mean),
-                   buffer_arg(scale), I(!train), arg_or(weight, x), I(weight.defined()), I(train), L(x.numel()),
-                   L(g.N), L(g.C), L(g.S));
+                   buffer_arg(scale), I(!train), arg_or(weight, x), I(weight.defined()), I(train),
+                   L(planes ? g.N * g.C : x.numel()), L(g.N), L(g.C), L(g.S));
     set_acc_arg(k, 21, x, eps);
-    tocl::enqueue_1d(device, stream, k, x.numel());
+    if (planes)
+      tocl::enqueue_1d(device, stream, k, planes_global(g, device), row_group(device));
+    else
+      tocl::enqueue_1d(device, stream, k, x.numel());
   }
   return {dx, dw, db};
 }

@@ -1,8 +1,10 @@
 // _softmax, _log_softmax and their backwards: ATen's structured meta functions
-// check arguments and shape the output as on CPU; kernels_cl/softmax.cl runs over a
-// contiguous (outer, dim, inner) view: one work-item per row in 16-element vectors
-// (inner == 1), one work-group per row when there are too few rows to share the
-// compute units, one work-item per row on adjacent columns (inner > 1).
+// check arguments and shape the output as on CPU; the kernels run over a contiguous
+// (outer, dim, inner) view. CPU forms (kernels_cl/softmax.cl): one work-item per row in
+// 16-element vectors (inner == 1), one work-group per row when there are too few rows to
+// share the compute units, one work-item per row on adjacent columns (inner > 1). GPU forms
+// (kernels_cl/softmax_gpu.cl, where runtime/kernel_forms.h says row_gpu_forms): segments of a
+// work-group per row or column, coalesced, the line kept in registers.
 #include <ATen/ATen.h>
 #include <ATen/MetaFunctions.h>
 #include <ATen/WrapDimUtils.h>
@@ -15,9 +17,11 @@
 
 #include "aten/kernel_support/dtype_fallback.h"
 #include "aten/kernel_support/kernel_program.h"
+#include "aten/kernel_support/line_geometry.h"
 #include "aten/kernel_support/opencl_tensor.h"
 #include "aten/kernel_support/structured.h"
 #include "runtime/device.h"
+#include "runtime/kernel_forms.h"
 
 namespace torch_opencl {
 namespace {
@@ -80,7 +84,16 @@ void softmax_forward(const at::Tensor& input, int64_t dim, bool half_to_float, M
   const auto in = input.contiguous();
   const auto g = row_geometry(in, dim);
   into(out, [&](const at::Tensor& o) {
-    const auto p = plan(g, device_index(in));
+    const int device = device_index(in);
+    if (tocl::kernel_forms(device).row_gpu_forms) {
+      const auto p = line_launch(device, g.dim_size, g.inner, g.rows);
+      cl_kernel k = dtype_kernel(in, "softmax_gpu.cl", "softmax_lines");
+      tocl::set_args(k, buffer_arg(o), buffer_arg(in), static_cast<cl_long>(g.dim_size), static_cast<cl_long>(g.inner),
+                     static_cast<cl_long>(g.rows), static_cast<cl_int>(p.seg), static_cast<cl_int>(mode));
+      tocl::enqueue_1d(device, current_stream_of(in), k, p.global, p.local);
+      return;
+    }
+    const auto p = plan(g, device);
     cl_kernel k = dtype_kernel(in, "softmax.cl", (std::string("softmax") + p.suffix).c_str());
     tocl::set_args(k, buffer_arg(o), buffer_arg(in), static_cast<cl_long>(g.dim_size), static_cast<cl_long>(g.inner),
                    static_cast<cl_long>(g.rows), static_cast<cl_int>(mode));
@@ -101,7 +114,17 @@ void softmax_backward(const at::Tensor& grad_output, const at::Tensor& output, i
   const auto y = output.contiguous();
   const auto g = row_geometry(y, dim);
   into(grad_input, [&](const at::Tensor& gi) {
-    const auto p = plan(g, device_index(y));
+    const int device = device_index(y);
+    if (tocl::kernel_forms(device).row_gpu_forms) {
+      const auto p = line_launch(device, g.dim_size, g.inner, g.rows);
+      cl_kernel k = dtype_kernel(y, "softmax_gpu.cl", "softmax_backward_lines");
+      tocl::set_args(k, buffer_arg(gi), buffer_arg(go), buffer_arg(y), static_cast<cl_long>(g.dim_size),
+                     static_cast<cl_long>(g.inner), static_cast<cl_long>(g.rows), static_cast<cl_int>(p.seg),
+                     static_cast<cl_int>(log));
+      tocl::enqueue_1d(device, current_stream_of(y), k, p.global, p.local);
+      return;
+    }
+    const auto p = plan(g, device);
     cl_kernel k = dtype_kernel(y, "softmax.cl", (std::string("softmax_backward") + p.suffix).c_str());
     tocl::set_args(k, buffer_arg(gi), buffer_arg(go), buffer_arg(y), static_cast<cl_long>(g.dim_size),
                    static_cast<cl_long>(g.inner), static_cast<cl_long>(g.rows), static_cast<cl_int>(log));

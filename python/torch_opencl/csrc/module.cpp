@@ -203,6 +203,8 @@ PYBIND11_MODULE(_C, m) {
     return it->second;
   });
   m.def("_launch_count", &tocl::launch_count);
+  m.def("_record_kernel_names", &tocl::record_kernel_names);
+  m.def("_recorded_kernel_names", &tocl::recorded_kernel_names);
 
   m.def("_clblast_version", &clblast_version);
   // GEMM tuning (python -m torch_opencl.tune).
