@@ -3,13 +3,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -33,13 +36,25 @@ uint64_t fnv1a(const std::string& text, uint64_t seed) {
   return h;
 }
 
+using Key = std::tuple<int, std::string, std::string>;  // (device, source hash, options)
+
 struct Cache {
   std::mutex mutex;
-  std::map<std::tuple<int, std::string, std::string>, cl_program> programs;  // (device, source hash, options)
+  std::map<Key, cl_program> programs;
+  // Programs being built now: another thread asking for one waits for it (built once), while
+  // different programs build at the same time, as far as the driver allows.
+  std::set<Key> building;
+  std::condition_variable built;
   // Sources that failed to build, with their error: asking again raises at once instead of
   // spending the compiler's seconds on the same failure each call.
-  std::map<std::tuple<int, std::string, std::string>, std::string> failures;
+  std::map<Key, std::string> failures;
   ProgramCacheStats stats;
+  std::map<Key, std::pair<std::string, std::string>> recorded;  // (source, options) while recording
+  bool recording = false;
+  bool notice_enabled = true;
+  bool noticed = false;  // the one "compiling ..." line has been printed
+  double compile_seconds = 0;  // in builds from source
+  int keep_binaries = -1;  // -1: as binaries_worth_keeping() says; 0/1: forced (tests)
 };
 
 Cache& cache() {
@@ -149,6 +164,18 @@ cl_program build_from_binary(int device, const std::vector<unsigned char>& binar
   return program;
 }
 
+bool verbose() {
+  static const bool on = [] {
+    const char* v = std::getenv("TORCH_OPENCL_VERBOSE");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
+bool blank(const std::string& text) { return text.find_first_not_of(" \t\r\n") == std::string::npos; }
+
+std::string first_line(const std::string& source) { return source.substr(0, source.find('\n')); }
+
 cl_program build_from_source(int device, const std::string& source, const std::string& options, double* seconds) {
   const auto& info = device_info(device);
   const char* text = source.c_str();
@@ -156,19 +183,60 @@ cl_program build_from_source(int device, const std::string& source, const std::s
   cl_int status = CL_SUCCESS;
   cl_program program = clCreateProgramWithSource(context(device), 1, &text, &length, &status);
   TOCL_CHECK(status);
+  // -w (an OpenCL build option): drivers keep warnings to themselves; PoCL would otherwise print
+  // "N warnings generated." on the user's terminal. Our sources compile without warnings
+  // (test_kernel_warnings.py); TORCH_OPENCL_VERBOSE=1 shows them, with each build's log.
+  const std::string build_options = verbose() ? options : (options.empty() ? "-w" : options + " -w");
   const auto t0 = std::chrono::steady_clock::now();
-  status = clBuildProgram(program, 1, &info.id, options.c_str(), nullptr, nullptr);
+  status = clBuildProgram(program, 1, &info.id, build_options.c_str(), nullptr, nullptr);
   *seconds = seconds_since(t0);
   if (status != CL_SUCCESS) {
     const std::string log = build_log(program, info.id);
     clReleaseProgram(program);
     // Name the first kernel so the user can tell which program failed.
-    std::string first_line = source.substr(0, source.find('\n'));
     throw BuildError("OpenCL program failed to build on " + info.name + " (" + error_name(status) +
-                         ") with options '" + options + "'. Source begins: '" + first_line + "'. Build log:\n" + log,
+                         ") with options '" + options + "'. Source begins: '" + first_line(source) +
+                         "'. Build log:\n" + log,
                      status);
   }
+  if (verbose()) {
+    const std::string log = build_log(program, info.id);
+    std::fprintf(stderr, "torch_opencl: built '%s' (options '%s') on %s in %.2f s%s%s\n", first_line(source).c_str(),
+                 options.c_str(), info.name.c_str(), *seconds, blank(log) ? "" : "; build log:\n", log.c_str());
+  }
   return program;
+}
+
+// PoCL compiles every kernel of a program (for a dynamic work-group size) when the program's binary is
+// read, on top of the compile each kernel gets at its first launch anyway; measured on the digits demo
+// (examples/train_digits.py), reading binaries doubled a cold first epoch's compile work (48 against
+// 25 CPU-seconds). PoCL keeps programs and compiled kernels in its own disk cache (POCL_CACHE_DIR,
+// default ~/.cache/pocl/kcache), so our copy would only duplicate it. Other drivers get our cache.
+bool is_pocl(const DeviceInfo& info) { return info.platform_name.find("Portable Computing Language") != std::string::npos; }
+
+bool binaries_worth_keeping(const DeviceInfo& info, int forced) {
+  return forced >= 0 ? forced == 1 : !is_pocl(info);
+}
+
+// "" when nothing is kept between runs.
+std::string cache_location(const DeviceInfo& info) {
+  if (!is_pocl(info)) return cache_dir();
+  const char* pocl_dir = std::getenv("POCL_CACHE_DIR");
+  return std::string(pocl_dir && *pocl_dir ? pocl_dir : "~/.cache/pocl/kcache") + " (PoCL's own cache)";
+}
+
+// One line, once per process, when compiling has taken a second: a first run that sits still while
+// its kernels compile says why.
+void notice_compiling(Cache& c, const DeviceInfo& info) {
+  if (c.noticed || !c.notice_enabled || c.compile_seconds < 1.0) return;
+  c.noticed = true;
+  const std::string location = cache_location(info);
+  const std::string kept = location.empty() ? "not kept after this run: TORCH_OPENCL_CACHE=0"
+                                            : "cached in " + location + " after this run";
+  std::fprintf(stderr,
+               "torch_opencl: compiling OpenCL kernels for %s on first use (%s; `python -m torch_opencl warmup` "
+               "compiles the common ones ahead of time)\n",
+               info.name.c_str(), kept.c_str());
 }
 
 }  // namespace
@@ -195,51 +263,81 @@ std::string cache_dir() {
 cl_program get_program(int device, const std::string& source, const std::string& options) {
   auto& c = cache();
   const std::string source_hash = hash_hex(source);
-  const auto key = std::make_tuple(device, source_hash, options);
-  // One lock for the whole build: two threads asking for one program build it once.
-  std::lock_guard<std::mutex> lock(c.mutex);
-  auto found = c.programs.find(key);
-  if (found != c.programs.end()) {
-    c.stats.memory_hits++;
-    return found->second;
+  const Key key = std::make_tuple(device, source_hash, options);
+  std::unique_lock<std::mutex> lock(c.mutex);
+  if (c.recording) c.recorded.emplace(key, std::make_pair(source, options));
+  for (;;) {
+    auto found = c.programs.find(key);
+    if (found != c.programs.end()) {
+      c.stats.memory_hits++;
+      return found->second;
+    }
+    auto failed = c.failures.find(key);
+    if (failed != c.failures.end()) throw BuildError(failed->second, CL_BUILD_PROGRAM_FAILURE);
+    if (!c.building.count(key)) break;
+    c.built.wait(lock);  // another thread builds this one
   }
-  auto failed = c.failures.find(key);
-  if (failed != c.failures.end()) throw BuildError(failed->second, CL_BUILD_PROGRAM_FAILURE);
-  const auto& info = device_info(device);
-  const std::string dir = cache_dir();
-  std::string path;
+  c.building.insert(key);
+  const int forced_binaries = c.keep_binaries;
+  lock.unlock();
+
+  // Built outside the lock; what the build counts is added under it at the end.
+  ProgramCacheStats counted;
   cl_program program = nullptr;
   double seconds = 0;
-  if (!dir.empty()) {
-    path = dir + "/" +
-           hash_hex(source_hash + '\n' + options + '\n' + info.name + '\n' + info.platform_name + '\n' +
-                    info.driver_version + '\n' + info.device_version) +
-           ".bin";
-    bool corrupt = false;
-    const auto binary = read_entry(path, &corrupt);
-    if (corrupt) c.stats.corrupt_files++;
-    if (!binary.empty()) {
-      program = build_from_binary(device, binary, options, &seconds);
-      if (program) {
-        c.stats.disk_loads++;
-      } else {
-        c.stats.corrupt_files++;  // the driver refused it: drop it and rebuild
-        std::remove(path.c_str());
+  try {
+    const auto& info = device_info(device);
+    const std::string dir = cache_dir();
+    std::string path;
+    if (!dir.empty()) {
+      path = dir + "/" +
+             hash_hex(source_hash + '\n' + options + '\n' + info.name + '\n' + info.platform_name + '\n' +
+                      info.driver_version + '\n' + info.device_version) +
+             ".bin";
+      bool corrupt = false;
+      const auto binary = read_entry(path, &corrupt);
+      if (corrupt) counted.corrupt_files++;
+      if (!binary.empty()) {
+        program = build_from_binary(device, binary, options, &seconds);
+        if (program) {
+          counted.disk_loads++;
+        } else {
+          counted.corrupt_files++;  // the driver refused it: drop it and rebuild
+          std::remove(path.c_str());
+        }
       }
     }
-  }
-  if (!program) {
-    try {
+    if (!program) {
       program = build_from_source(device, source, options, &seconds);
-    } catch (const BuildError& e) {
-      c.failures[key] = e.what();
-      throw;
+      counted.source_builds++;
+      if (!path.empty() && binaries_worth_keeping(info, forced_binaries) && make_private_dirs(dir))
+        write_entry(path, program_binary(program));
     }
-    c.stats.source_builds++;
-    if (!path.empty() && make_private_dirs(dir)) write_entry(path, program_binary(program));
+  } catch (const BuildError& e) {
+    lock.lock();
+    c.building.erase(key);
+    c.failures[key] = e.what();
+    c.stats.build_seconds += seconds;
+    c.built.notify_all();
+    throw;
+  } catch (...) {
+    lock.lock();
+    c.building.erase(key);
+    c.built.notify_all();
+    throw;
   }
-  c.stats.build_seconds += seconds;
+  lock.lock();
+  c.building.erase(key);
   c.programs[key] = program;
+  c.stats.disk_loads += counted.disk_loads;
+  c.stats.source_builds += counted.source_builds;
+  c.stats.corrupt_files += counted.corrupt_files;
+  c.stats.build_seconds += seconds;
+  if (counted.source_builds) {
+    c.compile_seconds += seconds;
+    notice_compiling(c, device_info(device));
+  }
+  c.built.notify_all();
   return program;
 }
 
@@ -267,6 +365,49 @@ cl_kernel get_kernel(cl_program program, const char* name) {
 ProgramCacheStats program_cache_stats() {
   std::lock_guard<std::mutex> lock(cache().mutex);
   return cache().stats;
+}
+
+void record_sources(bool on) {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  cache().recording = on;
+  if (!on) cache().recorded.clear();
+}
+
+std::vector<std::pair<std::string, std::string>> recorded_sources() {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [key, entry] : cache().recorded) out.push_back(entry);
+  return out;
+}
+
+std::pair<bool, std::string> compile_log(int device, const std::string& source, const std::string& options) {
+  const auto& info = device_info(device);
+  const char* text = source.c_str();
+  const size_t length = source.size();
+  cl_int status = CL_SUCCESS;
+  cl_program program = clCreateProgramWithSource(context(device), 1, &text, &length, &status);
+  TOCL_CHECK(status);
+  // A macro no source uses makes the text new to the driver's own cache, which would otherwise
+  // answer without compiling (and without a log). Compiling alone is enough for the diagnostics.
+  static std::atomic<uint64_t> counter{0};
+  const std::string fresh = options + " -DTOCL_FRESH_COMPILE_" + std::to_string(getpid()) + "_" +
+                            std::to_string(counter.fetch_add(1));
+  status = clCompileProgram(program, 1, &info.id, fresh.c_str(), 0, nullptr, nullptr, nullptr, nullptr);
+  std::string log = build_log(program, info.id);
+  clReleaseProgram(program);
+  return {status == CL_SUCCESS, blank(log) ? std::string() : log};
+}
+
+std::string cache_location(int device) { return cache_location(device_info(device)); }
+
+void set_compile_notice(bool on) {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  cache().notice_enabled = on;
+}
+
+void force_binaries_on_disk(int keep) {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  cache().keep_binaries = keep;
 }
 
 void clear_memory_cache() {

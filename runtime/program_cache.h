@@ -1,9 +1,16 @@
 #pragma once
 // Programs are built once per (device, source, options) and kept in memory;
 // their binaries are kept on disk, keyed by a hash of source, options, device
-// name and driver version, so a second process skips the compiler.
+// name and driver version, so a second process skips the compiler (on PoCL, its own
+// disk cache does that: see binaries_worth_keeping in program_cache.cpp).
+// Different programs may build at the same time from different threads.
+// Drivers' warnings stay quiet (-w) unless TORCH_OPENCL_VERBOSE=1, which prints each
+// build's time and log to stderr; the first second spent compiling prints one line
+// that says so.
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "runtime/opencl.h"
 
@@ -32,6 +39,25 @@ ProgramCacheStats program_cache_stats();
 
 // The on-disk cache directory, or "" when TORCH_OPENCL_CACHE=0 disables it.
 std::string cache_dir();
+
+// While on, every (source, options) asked of get_program is kept, for recorded_sources() (tests check
+// that each compiles without a warning). Turning it off forgets them.
+void record_sources(bool on);
+std::vector<std::pair<std::string, std::string>> recorded_sources();
+
+// Compiles `source` afresh (no cache of ours or the driver's, warnings on) and returns whether it
+// compiled and the driver's log ("" when it has nothing to say).
+std::pair<bool, std::string> compile_log(int device, const std::string& source, const std::string& options = "");
+
+// Where compiled programs of `device` are kept between runs: cache_dir(), or the driver's own cache
+// where ours is not used (PoCL), "" for nowhere; for messages.
+std::string cache_location(int device);
+
+// Whether the one "compiling OpenCL kernels ..." line may be printed (warmup shows its own progress).
+void set_compile_notice(bool on);
+
+// Tests: 1 keeps binaries on disk on every driver, 0 on none, -1 as the driver warrants.
+void force_binaries_on_disk(int keep);
 
 // Drops the in-memory programs (the disk cache stays), for tests of cold/warm behaviour.
 void clear_memory_cache();

@@ -223,13 +223,20 @@ def test_generated_program_comes_from_the_disk_cache(tmp_path, monkeypatch):
     fn_source = "lambda a: (a.sin() * 3).sum(0) + a.amin(0)"
     x = torch.arange(64.0, device=DEV).reshape(8, 8)
     monkeypatch.setenv("TORCH_OPENCL_CACHE_DIR", str(tmp_path / "programs"))  # read at each build
+    # Our disk cache, forced on (on PoCL, PoCL's own cache keeps programs instead: binaries_worth_keeping
+    # in runtime/program_cache.cpp).
+    torch.opencl._C._force_binaries_on_disk(1)
     before = torch.opencl._C._program_cache_stats()
-    want = torch.compile(eval(fn_source))(x).cpu()
+    try:
+        want = torch.compile(eval(fn_source))(x).cpu()
+    finally:
+        torch.opencl._C._force_binaries_on_disk(-1)
     built = torch.opencl._C._program_cache_stats()["source_builds"] - before["source_builds"]
     assert built == 1  # the graph's one program
     script = textwrap.dedent(
         f"""
         import torch, torch_opencl
+        torch.opencl._C._force_binaries_on_disk(1)
         x = torch.arange(64.0, device="opencl").reshape(8, 8)
         torch.compile(lambda a: a.cos())(x)  # Inductor's imports and the eager programs it uses
         torch._dynamo.reset()

@@ -24,10 +24,12 @@ __kernel void scale(__global float* x, float a) {{ x[get_global_id(0)] *= a; }}
 """
 
 CHILD = r"""
-import json, sys, time
+import json, os, sys, time
 import torch, torch_opencl
 from torch_opencl import _C
 source = sys.argv[1]
+# Our disk cache on every driver (on PoCL it is off by default: PoCL's own cache does its work).
+_C._force_binaries_on_disk(int(os.environ.get("TOCL_TEST_BINARIES", "1")))
 t0 = time.perf_counter()
 _C._build_program(0, source, "")
 first = time.perf_counter() - t0
@@ -112,6 +114,16 @@ def test_disk_cache_disabled_writes_nothing(tmp_path):
     assert not cache_dir.exists()
 
 
+def test_pocl_keeps_no_binaries_of_ours(tmp_path):
+    # Reading a program's binary makes PoCL compile all its kernels once more (a cold first epoch's compile
+    # work doubled); PoCL's own disk cache keeps programs and kernels instead.
+    cache_dir = tmp_path / "cache"
+    result = run_child(cache_dir, TOCL_TEST_BINARIES="-1")
+    assert result["stats"]["source_builds"] == 1
+    pocl = "Portable Computing Language" in torch.opencl.get_device_properties().platform
+    assert len(entries(cache_dir)) == (0 if pocl else 1)
+
+
 def test_options_and_source_are_part_of_the_key(tmp_path):
     from torch_opencl import _C
 
@@ -122,6 +134,36 @@ def test_options_and_source_are_part_of_the_key(tmp_path):
     after = _C._program_cache_stats()
     assert after["source_builds"] + after["disk_loads"] - before["source_builds"] - before["disk_loads"] == 2
     assert after["memory_hits"] - before["memory_hits"] == 1
+
+
+def test_threads_build_different_programs_at_once_and_one_program_once():
+    import threading
+
+    from torch_opencl import _C
+
+    nonce = uuid.uuid4().hex
+    shared = f"// shared {nonce}\n__kernel void k(__global float* x) {{ x[0] = 1.0f; }}\n"
+    own = [f"// own {nonce} {i}\n__kernel void k(__global float* x) {{ x[0] = {i}.0f; }}\n" for i in range(4)]
+    before = _C._program_cache_stats()
+    errors = []
+
+    def work(i):
+        try:
+            _C._build_program(0, shared, "")
+            _C._build_program(0, own[i], "")
+        except Exception as exc:  # noqa: BLE001 (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    after = _C._program_cache_stats()
+    built = after["source_builds"] + after["disk_loads"] - before["source_builds"] - before["disk_loads"]
+    assert built == 5  # the shared program once, each thread's own once
+    assert after["memory_hits"] - before["memory_hits"] == 3
 
 
 def test_compile_error_carries_the_build_log():

@@ -4,6 +4,9 @@ Prints the versions, every platform and device, which devices are selected and
 why, the key properties of each selected device, the program cache, CLBlast,
 the fallback mode and whether autoload is on. A selection variable that names
 nothing prints the error (which lists what exists) and exits with status 1.
+
+``python -m torch_opencl warmup`` compiles the kernels training commonly needs ahead of time
+(torch_opencl/warmup.py).
 """
 import os
 import sys
@@ -93,7 +96,9 @@ def main() -> int:
 
     out.append("")
     cache_dir = _C._cache_dir()
-    if cache_dir:
+    if cache_dir and count > 0:
+        out.append(f"Program cache:  {_C._program_cache_location(0)}")
+    elif cache_dir:
         out.append(f"Program cache:  {cache_dir}")
     else:
         out.append("Program cache:  disk cache disabled (TORCH_OPENCL_CACHE=0); programs are kept in memory only")
@@ -111,4 +116,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["warmup"]:
+        from .warmup import main as warmup_main
+
+        sys.exit(warmup_main(sys.argv[2:]))
     sys.exit(main())

@@ -186,6 +186,15 @@ PYBIND11_MODULE(_C, m) {
   m.def("_build_program", [](int device, const std::string& source, const std::string& options) {
     tocl::get_program(device, source, options);
   }, py::call_guard<py::gil_scoped_release>());
+  // The warnings check (test_kernel_warnings.py) and warmup (python -m torch_opencl warmup).
+  m.def("_record_program_sources", &tocl::record_sources);
+  m.def("_recorded_program_sources", &tocl::recorded_sources);
+  m.def("_compile_log", &tocl::compile_log, py::call_guard<py::gil_scoped_release>());
+  m.def("_embedded_sources", [] { return std::map<std::string, std::string>(tocl::embedded_sources().begin(),
+                                                                          tocl::embedded_sources().end()); });
+  m.def("_set_compile_notice", &tocl::set_compile_notice);
+  m.def("_program_cache_location", &tocl::cache_location);
+  m.def("_force_binaries_on_disk", &tocl::force_binaries_on_disk);
   m.def("_error_name", &tocl::error_name);
   m.def("_embedded_source", [](const std::string& name) {
     const auto& sources = tocl::embedded_sources();
