@@ -34,12 +34,15 @@ inline float tocl_powf(float a, float b) {
   return a == 1.0f ? 1.0f : out;
 }
 
-// Python's floor division and modulo for integers (C's / and % truncate toward zero).
+// Python's floor division and modulo for integers (C's / and % truncate toward zero). A divisor of -1
+// never divides: LONG_MIN / -1 overflows in C, where eager wraps to LONG_MIN (and x % -1 is 0).
 inline long tocl_floordiv(long a, long b) {
+  if (b == -1) return (long)(0UL - (ulong)a);
   long q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 inline long tocl_pymod(long a, long b) {
+  if (b == -1) return 0;
   long r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }

@@ -121,8 +121,10 @@ TOCL_INLINE C_T nan_to_num_of(C_T x, C_T nan, C_T posinf, C_T neginf) {
 TOCL_INLINE C_T pow_of(C_T a, C_T b) { return pow(a, b); }
 #else
 // Integers: no division by zero trap (x86 would raise SIGFPE); CUDA also returns garbage there.
-// x % -1 is 0, but MIN % -1 overflows in C (PoCL gives -1): answered without dividing, as CPU does.
+// x % -1 is 0 and x / -1 is -x, but MIN % -1 and MIN / -1 overflow in C (PoCL gave -1, NVIDIA other
+// values): answered without dividing, as CPU does (MIN / -1 wraps to MIN there).
 #define DIVISOR_IS_MINUS_ONE(b) ((C_T)-1 < (C_T)0 && (b) == (C_T)-1)
+#define WRAPPING_NEGATION(a) ((C_T)((ulong)0 - (ulong)(a)))
 TOCL_INLINE C_T py_remainder(C_T a, C_T b) {
   if (b == (C_T)0 || DIVISOR_IS_MINUS_ONE(b)) return (C_T)0;
   C_T r = a % b;
@@ -131,11 +133,14 @@ TOCL_INLINE C_T py_remainder(C_T a, C_T b) {
 }
 TOCL_INLINE C_T floor_divide(C_T a, C_T b) {
   if (b == (C_T)0) return (C_T)-1;
+  if (DIVISOR_IS_MINUS_ONE(b)) return WRAPPING_NEGATION(a);
   C_T q = a / b;
   if ((a % b != (C_T)0) && ((a < (C_T)0) != (b < (C_T)0))) q -= (C_T)1;
   return q;
 }
-TOCL_INLINE C_T trunc_divide(C_T a, C_T b) { return b == (C_T)0 ? (C_T)-1 : a / b; }
+TOCL_INLINE C_T trunc_divide(C_T a, C_T b) {
+  return b == (C_T)0 ? (C_T)-1 : (DIVISOR_IS_MINUS_ONE(b) ? WRAPPING_NEGATION(a) : a / b);
+}
 TOCL_INLINE C_T int_fmod(C_T a, C_T b) { return (b == (C_T)0 || DIVISOR_IS_MINUS_ONE(b)) ? (C_T)0 : a % b; }
 TOCL_INLINE C_T sign_of(C_T x) { return (C_T)((x > (C_T)0) - (x < (C_T)0)); }
 TOCL_INLINE C_T pow_of(C_T base, C_T exp) {

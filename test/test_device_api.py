@@ -302,15 +302,21 @@ def test_record_stream_keeps_the_block_until_the_stream_is_done():
         torch.opencl.empty_cache()  # no other cached block of this size to pick instead
         x = torch.full((n,), 3.0, device=DEV)
         side.wait_stream(torch.opencl.current_stream())
-        with torch.opencl.stream(side):
-            y = _long_work(x, 40)
-        if record:
-            x.record_stream(side)
-        ptr = x.data_ptr()
-        del x
-        reuse = torch.empty(n, device=DEV)  # same size, current (default) stream
-        reuse.fill_(-1.0)
-        reused = reuse.data_ptr() == ptr
+        # The side stream is held (its work waits on a user event) until the reuse was tried, so a fast
+        # device cannot finish the work first and free the block legitimately.
+        hold = torch_opencl._C._hold_stream(side.device_index, side.stream_id)
+        try:
+            with torch.opencl.stream(side):
+                y = _long_work(x, 40)
+            if record:
+                x.record_stream(side)
+            ptr = x.data_ptr()
+            del x
+            reuse = torch.empty(n, device=DEV)  # same size, current (default) stream
+            reuse.fill_(-1.0)
+            reused = reuse.data_ptr() == ptr
+        finally:
+            torch_opencl._C._release_stream_hold(hold)
         torch.opencl.current_stream().wait_stream(side)
         return y, reused
 
@@ -525,7 +531,7 @@ def test_fork_after_first_use_gives_cudas_error():
 # fork check refuses. The deleter never throws (an exception there aborted the child): the failure
 # is kept and raised by the child's next allocation; at the child's exit nothing is raised at all.
 FREE_IN_FORK_CHILD = """
-    import json, os, sys, torch
+    import json, os, sys, torch, torch_opencl  # explicit: CUDA builds of torch do not autoload it
     x = torch.ones(1000, device="opencl")
     x.record_stream(torch.opencl.Stream())
     torch.opencl.synchronize()

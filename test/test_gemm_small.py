@@ -13,7 +13,8 @@ from _device_helpers import native_only
 DEV = "opencl"
 HAS_FP64 = torch.opencl.get_device_properties(0).fp64
 DTYPES = [torch.float32] + ([torch.float64] if HAS_FP64 else [])
-IS_CPU_DEVICE = _C._device_properties(0)["type"] == "cpu"  # the kernel serves CPU devices; CLBlast others
+# The kernel serves the CPU kernel class (runtime/kernel_forms.h); CLBlast and the tiled GEMM the GPU class.
+CPU_CLASS = _C._device_properties(0)["kernel_class"] == "cpu"
 
 
 def rnd(*shape, dtype=torch.float32, seed=0):
@@ -63,7 +64,7 @@ def test_mm_sizes(dtype, m, n, k):
     with native_only():
         out, launches = kernel_launches(lambda: torch.mm(a.to(DEV), b.to(DEV)))
     close(out, a @ b, dtype)
-    if IS_CPU_DEVICE:
+    if CPU_CLASS:
         assert launches >= 1  # our kernel (CLBlast's launches are not counted)
 
 
@@ -166,6 +167,7 @@ def test_limit_switches_to_clblast(dtype):
     a, b = rnd(40, 24, dtype=dtype), rnd(24, 36, dtype=dtype, seed=1)
     da, db = a.to(DEV), b.to(DEV)
     old = _C._small_gemm_limit(0)
+    _C._set_tiled_gemm_enabled(False)  # on the GPU class it would take the product before CLBlast
     try:
         with native_only():
             out, launches = kernel_launches(lambda: torch.mm(da, db))
@@ -174,10 +176,11 @@ def test_limit_switches_to_clblast(dtype):
         _C._small_gemm_limit(40 * 24 * 36)
         out, launches = kernel_launches(lambda: torch.mm(da, db))
         close(out, a @ b, dtype)
-        if IS_CPU_DEVICE:
+        if CPU_CLASS:
             assert launches >= 1
     finally:
         _C._small_gemm_limit(old)
+        _C._set_tiled_gemm_enabled(True)
     assert _C._small_gemm_limit() == old
 
 
