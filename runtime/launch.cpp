@@ -56,7 +56,7 @@ void enqueue_3d(int device, int stream, cl_kernel kernel, const size_t global[3]
 void enqueue_nd(int device, int stream, cl_kernel kernel, cl_uint dims, const size_t* global, const size_t* local) {
   for (cl_uint d = 0; d < dims; ++d)
     if (global[d] == 0) return;
-  launches.fetch_add(1, std::memory_order_relaxed);
+  count_launch(kernel);
   trace::Scope traced(device, stream, kernel);
   TOCL_CHECK(clEnqueueNDRangeKernel(queue(device, stream), kernel, dims, nullptr, global, local, 0, nullptr,
                                     traced.event()));
