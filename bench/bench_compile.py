@@ -9,6 +9,7 @@ the median time of eager and compiled, their ratio, the kernel launches of each 
 long Inductor took to compile (first call, warm program cache or not).
 
     .venv/bin/python bench/bench_compile.py [--steps 20] [--warmup 3] [--only mlp,transformer]
+                                            [--compile-optimizer] [--combo-kernels]
 """
 import argparse
 import math
@@ -143,9 +144,16 @@ def main():
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--only", default=",".join(WORKLOADS), help="comma-separated: " + ", ".join(WORKLOADS))
     parser.add_argument("--compile-optimizer", action="store_true",
-                        help="also torch.compile clip_grad_norm_ + optimizer.step (one kernel per parameter)")
+                        help="also torch.compile clip_grad_norm_ + optimizer.step (their foreach ops become one kernel each)")
+    parser.add_argument("--combo-kernels", action="store_true",
+                        help="Inductor's combo_kernels: independent kernels of a graph share one kernel")
     args = parser.parse_args()
     import torch_opencl  # noqa: F401
+
+    if args.combo_kernels:
+        import torch._inductor.config as inductor_config
+
+        inductor_config.combo_kernels = True
 
     torch.opencl.set_fallback_mode("silent")
     print(f"device: {torch.opencl.get_device_name()} | torch {torch.__version__} | median of {args.steps} steps")

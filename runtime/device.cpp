@@ -72,6 +72,7 @@ DeviceInfo query_device(const PlatformInfo& p, cl_device_id id, int index) {
   d.compute_units = device_value<cl_uint>(id, CL_DEVICE_MAX_COMPUTE_UNITS);
   d.max_clock_mhz = device_value<cl_uint>(id, CL_DEVICE_MAX_CLOCK_FREQUENCY);
   d.max_work_group_size = device_value<size_t>(id, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+  d.max_parameter_size = device_value<size_t>(id, CL_DEVICE_MAX_PARAMETER_SIZE);
   d.mem_base_addr_align_bytes = device_value<cl_uint>(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8;
   d.local_mem_dedicated = device_value<cl_device_local_mem_type>(id, CL_DEVICE_LOCAL_MEM_TYPE) == CL_LOCAL;
   // Both queries are vendor extensions; other drivers leave the width unknown (0).

@@ -30,6 +30,7 @@ struct DeviceInfo {
   uint32_t compute_units = 0;
   uint32_t max_clock_mhz = 0;
   size_t max_work_group_size = 0;
+  size_t max_parameter_size = 0;  // bytes of arguments a kernel may take (at least 1024 on full profiles)
   uint32_t mem_base_addr_align_bytes = 0;
   // The width the hardware runs work-items in lockstep (NVIDIA's warp, AMD's wavefront), where the
   // driver tells it (cl_nv_device_attribute_query, cl_amd_device_attribute_query); 0 when unknown.

@@ -130,6 +130,104 @@ def test_norms_train_forms():
     assert_close(dev_model[0].running_var, model[0].running_var)
 
 
+def _generated_kernels(fn, *args):
+    """The names of the generated kernels one call of `fn` launches (after a first call compiled it)."""
+    fn(*args)
+    torch.opencl.synchronize()
+    torch.opencl._C._record_kernel_names(True)
+    try:
+        out = fn(*args)
+        torch.opencl.synchronize()
+    finally:
+        torch.opencl._C._record_kernel_names(False)
+    return out, [n for n in torch.opencl._C._recorded_kernel_names() if n.startswith("opencl_")]
+
+
+def test_foreach_is_one_kernel_forms(monkeypatch):
+    """A foreach op over tensors of several sizes is one generated kernel (horizontal fusion), a buffer
+    read by every sub-kernel included; with room for fewer parameters it splits into several."""
+    sizes = [(3,), (1,), (17, 5), (64,), (2, 3, 7)]
+    xs = [torch.randn(s) for s in sizes]
+    ys = [torch.randn(s) for s in sizes]
+    scale = torch.tensor(1.5)
+
+    def fn(xs, ys, scale):
+        return torch._foreach_add(torch._foreach_mul(xs, scale), ys)
+
+    want = fn(xs, ys, scale)
+    args = ([x.to(DEV) for x in xs], [y.to(DEV) for y in ys], scale.to(DEV))
+    with native_only():
+        got, names = _generated_kernels(torch.compile(fn), *args)
+    assert_close(got, want)
+    assert len(names) == 1 and names[0].startswith("opencl_combo"), names
+
+    from torch_opencl._inductor import scheduling
+
+    monkeypatch.setattr(scheduling, "max_params", lambda device: 8)  # 3 parameters a sub-kernel here
+    torch._dynamo.reset()
+    with native_only(), inductor_config.patch(fx_graph_cache=False):  # generate the code again
+        got, names = _generated_kernels(torch.compile(fn), *args)
+    assert_close(got, want)
+    assert len(names) == 3 and all(n.startswith("opencl_combo") for n in names[:2]), names
+
+
+def test_combo_kernels_forms():
+    """With Inductor's combo_kernels on, independent kernels (reductions of several kinds and widths,
+    pointwise ones) share combined kernels and give what they give alone."""
+    def fn(a, b, c):
+        return a.sum(1), b.amax(0), torch.var_mean(c, dim=1), a.argmax(1), a * 2 + 1, (b - 1).relu(), c.exp()
+
+    a, b, c = torch.randn(6, 300), torch.randn(40, 9), torch.randn(5, 70)
+    b[3, 4] = float("nan")
+    want = fn(a, b, c)
+    args = (a.to(DEV), b.to(DEV), c.to(DEV))
+    with native_only(), inductor_config.patch(combo_kernels=True, fx_graph_cache=False):
+        got, names = _generated_kernels(torch.compile(fn), *args)
+    assert_close(got, want, rtol=1e-4, atol=1e-4)
+    # CPU form: one kernel for all; GPU form: the pointwise ones together, the reductions apart (their
+    # rows of 300, 9 and 70 take work-groups of 256, 32 and 128).
+    cpu_form = torch.opencl.get_device_properties(0).kernel_class == "cpu"
+    assert len(names) == (1 if cpu_form else 4) and names[-1].startswith("opencl_combo"), names
+
+
+def test_compiled_optimizer_step_matches_eager_forms():
+    """clip_grad_norm_ + AdamW.step compiled: the parameters eager's foreach step gives, the per-parameter
+    updates in combined kernels rather than one kernel a parameter."""
+    def run(compiled, steps=3):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 3)).to(DEV)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
+        x = torch.randn(9, 12, device=DEV)
+
+        def update():
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+            opt.step()
+
+        step = torch.compile(update) if compiled else update
+        for _ in range(steps - 1):
+            opt.zero_grad()
+            model(x).square().mean().backward()
+            step()
+        opt.zero_grad()
+        model(x).square().mean().backward()
+        torch.opencl.synchronize()
+        torch.opencl._C._record_kernel_names(True)
+        try:
+            step()
+            torch.opencl.synchronize()
+        finally:
+            torch.opencl._C._record_kernel_names(False)
+        names = [n for n in torch.opencl._C._recorded_kernel_names() if n.startswith("opencl_")]
+        return [p.detach().cpu() for p in model.parameters()], names
+
+    with native_only():
+        eager, _ = run(False)
+        compiled, names = run(True)
+    torch.testing.assert_close(compiled, eager, rtol=1e-5, atol=1e-6)
+    # The clip's scaling and the Adam update each one kernel for the four parameters.
+    assert sum(n.startswith("opencl_combo") for n in names) == 2 and not any("_poi_" in n for n in names), names
+
+
 def test_inplace_and_mutated_inputs():
     def fn(x, y):
         x.add_(1)  # a mutated graph input

@@ -17,6 +17,7 @@ layer norm, the division of a softmax) runs in the next phase's loop, as Triton'
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from collections import Counter
@@ -455,90 +456,95 @@ class OpenCLKernel(SIMDKernel):
         ):
             buf.clear()
 
-    def _argdefs(self):
-        """(kernel parameter declarations, wrapper call arguments), in one order: Inductor's own
-        (in-place buffers, inputs, outputs, size variables), then the numels that are not constants."""
+    def kernel_params(self) -> list[Param]:
+        """The kernel's parameters in one order: Inductor's own (in-place buffers, inputs, outputs, size
+        variables), then the numels that are not constants (their `outer` is None: call_kernel fills it)."""
         from torch._inductor.codegen.common import SizeArg, TensorArg
 
         if self.args.workspace_args:
             raise Unsupported("kernel workspaces")
-        params, call_args = [], []
+        params = []
         arg_defs, outer_names, precompile_args, _ = self.args.python_argdefs()
-        # A buffer passed once is restrict (nothing else in the kernel aliases it): the compiler may then
-        # keep loads of row- or kernel-invariant values out of the work-item loop. A mutated input comes
-        # as an input and an output pointer to one buffer: those two are not.
-        uses = Counter(str(o) for o, a in zip(outer_names, precompile_args) if isinstance(a, TensorArg))
         for inner, outer, arg in zip(arg_defs, outer_names, precompile_args):
             if isinstance(arg, SizeArg):
-                params.append(f"long {inner.name}")
+                params.append(Param(inner.name, str(outer), "long"))
             elif isinstance(arg, TensorArg) and outer in self.scalar_args:
                 self._note_dtype(arg.dtype)
                 by_value = {torch.float64: "double", torch.int64: "long", torch.uint64: "ulong"}
                 t = by_value.get(arg.dtype, "float" if arg.dtype.is_floating_point else "long")
-                params.append(f"{t} {inner.name}")
-                outer = f"{outer}.item()"
+                params.append(Param(inner.name, f"{outer}.item()", t))
             elif isinstance(arg, TensorArg):
                 self._note_dtype(arg.dtype)
-                const = "const " if inner.name.startswith("in_ptr") else ""
-                restrict = " restrict" if uses[str(outer)] == 1 else ""
-                params.append(f"__global {const}{storage_type(arg.dtype)}*{restrict} {inner.name}")
+                writes = not inner.name.startswith("in_ptr")
+                params.append(Param(inner.name, str(outer), storage_type(arg.dtype), pointer=True, writes=writes))
             else:
                 raise Unsupported(f"kernel argument {arg}")
-            call_args.append(str(outer))
         for tree in self.active_range_trees():
             if not isinstance(tree.numel, sympy.Integer):
-                params.append(f"long {tree.prefix}numel")
-                call_args.append(None)  # filled by call_kernel
-        return params, call_args
+                params.append(Param(f"{tree.prefix}numel", None, "long"))
+        return params
+
+    def xnumel_code(self) -> str:
+        x = self.numels.get("x", sympy.S.One)
+        return cexpr(x) if isinstance(x, sympy.Integer) else "xnumel"
+
+    def codegen_work(self, code: IndentedBuffer, first: str | None = None) -> None:
+        """The body with its mapping to work-items: in the CPU form a loop over this work-item's chunk of
+        the outputs; in the GPU form one output per work-item (or, for reductions, per work-group).
+        `first` (combo kernels, GPU form): the global id (work-group id, for a work-group per row) of
+        this kernel's first output, the caller having checked that the id falls in this kernel's range."""
+        xnumel, idx = self.xnumel_code(), self.index_dtype
+        if self.form.chunked:
+            code.splice(self.hoisted)
+            code.writeline(f"const {idx} xper = ({xnumel} + get_global_size(0) - 1) / get_global_size(0);")
+            code.writeline(f"const {idx} xstart = get_global_id(0) * xper;")
+            code.writeline(f"const {idx} xend = xstart + xper < {xnumel} ? xstart + xper : {xnumel};")
+            code.writeline(f"for ({idx} xindex = xstart; xindex < xend; ++xindex) {{")
+            with code.indent():
+                code.splice(self.body)
+            code.writeline("}")
+            return
+        if self.form.group_rows:
+            offset = f" - {first}" if first is not None else ""
+            code.writeline(f"const {idx} xindex = get_group_id(0){offset};")
+            code.writeline("const int r0_lid = get_local_id(0);")
+        elif first is not None:
+            code.writeline(f"const {idx} xindex = get_global_id(0) - {first};")
+        else:
+            code.writeline(f"const {idx} xindex = get_global_id(0);")
+            code.writeline(f"if (xindex >= {xnumel}) return;")
+        code.splice(self.body)
 
     def codegen_kernel(self, name: str | None = None) -> str:
         self.codegen_body()
-        params, _ = self._argdefs()
         code = IndentedBuffer()
-        code.writeline(f"__kernel void {name or KERNEL_NAME_PLACEHOLDER}({', '.join(params)}) {{")
+        code.writeline(f"__kernel void {name or KERNEL_NAME_PLACEHOLDER}({', '.join(declare(self.kernel_params()))}) {{")
         with code.indent():
             code.splice(self.kernel_scope)
-            x = self.numels.get("x", sympy.S.One)
-            xnumel = cexpr(x) if isinstance(x, sympy.Integer) else "xnumel"
-            idx = self.index_dtype
-            if self.form.chunked:
-                code.splice(self.hoisted)
-                code.writeline(f"const {idx} xper = ({xnumel} + get_global_size(0) - 1) / get_global_size(0);")
-                code.writeline(f"const {idx} xstart = get_global_id(0) * xper;")
-                code.writeline(f"const {idx} xend = xstart + xper < {xnumel} ? xstart + xper : {xnumel};")
-                code.writeline(f"for ({idx} xindex = xstart; xindex < xend; ++xindex) {{")
-                with code.indent():
-                    code.splice(self.body)
-                code.writeline("}")
-            else:
-                if self.form.group_rows:
-                    code.writeline(f"const {idx} xindex = get_group_id(0);")
-                    code.writeline("const int r0_lid = get_local_id(0);")
-                else:
-                    code.writeline(f"const {idx} xindex = get_global_id(0);")
-                    code.writeline(f"if (xindex >= {xnumel}) return;")
-                code.splice(self.body)
+            self.codegen_work(code)
         code.writeline("}")
         return code.getvalue()
 
-    def call_kernel(self, name: str, node: Any = None, deallocate_ws: bool = True) -> None:
+    def call_args(self, name: str, params: list[Param]) -> list[str]:
+        """The wrapper's arguments for `params`, the numels that are not constants computed there."""
         wrapper = V.graph.wrapper_code
         for v in self.args.sizevars:
             wrapper.ensure_size_computed(v)
-        _, call_args = self._argdefs()
-        dynamic = iter(
-            t for t in self.active_range_trees() if not isinstance(t.numel, sympy.Integer)
-        )
+        dynamic = iter(t for t in self.active_range_trees() if not isinstance(t.numel, sympy.Integer))
         args = []
-        for arg in call_args:
-            if arg is None:
+        for p in params:
+            if p.outer is None:
                 tree = next(dynamic)
                 expr = tree.numel if isinstance(tree.numel, sympy.Symbol) else wrapper.generate_numel_expr(
                     name, tree
                 ).inner
                 args.append(self.pexpr(expr) if isinstance(expr, sympy.Expr) else str(expr))
             else:
-                args.append(arg)
+                args.append(p.outer)
+        return args
+
+    def launch_geometry(self) -> tuple[str, int]:
+        """(global size as a Python expression of the wrapper, work-group size)."""
         x = self.numels.get("x", sympy.S.One)
         g = self.form.group
         if self.form.chunked:
@@ -547,16 +553,48 @@ class OpenCLKernel(SIMDKernel):
             if isinstance(x, sympy.Integer):
                 n = min(int(x), cap)
                 group = min(g, n)
-                threads = str(-(-n // group) * group)
-            else:
-                threads, group = f"min(-(-({self.pexpr(x)}) // {g}) * {g}, {cap})", g
-        elif self.form.group_rows:
+                return str(-(-n // group) * group), group
+            return f"min(-(-({self.pexpr(x)}) // {g}) * {g}, {cap})", g
+        if self.form.group_rows:
             rg = self.form.row_group
             threads = f"{self.pexpr(x * rg)}" if isinstance(x, sympy.Integer) else f"({self.pexpr(x)}) * {rg}"
-            group = rg
-        elif isinstance(x, sympy.Integer):
-            threads, group = str(-(-int(x) // g) * g), g
-        else:
-            threads, group = f"-(-({self.pexpr(x)}) // {g}) * {g}", g
+            return threads, rg
+        if isinstance(x, sympy.Integer):
+            return str(-(-int(x) // g) * g), g
+        return f"-(-({self.pexpr(x)}) // {g}) * {g}", g
+
+    def call_kernel(self, name: str, node: Any = None, deallocate_ws: bool = True) -> None:
+        args = self.call_args(name, self.kernel_params())
+        threads, group = self.launch_geometry()
         args += [f"threads={threads}", f"group_size={group}"]
-        wrapper.generate_kernel_call(name, args, device=V.graph.get_current_device_or_throw(), triton=False)
+        V.graph.wrapper_code.generate_kernel_call(
+            name, args, device=V.graph.get_current_device_or_throw(), triton=False
+        )
+
+
+@dataclasses.dataclass
+class Param:
+    """One kernel parameter: its name in the kernel, the wrapper's argument for it (None: a numel that
+    call_kernel computes), its C type (the element type for buffers)."""
+
+    name: str
+    outer: str | None
+    ctype: str
+    pointer: bool = False
+    writes: bool = False
+
+
+def declare(params: list[Param]) -> list[str]:
+    """The kernel's parameter declarations. A buffer passed once is restrict (nothing else in the kernel
+    aliases it): the compiler may then keep loads of row- or kernel-invariant values out of the work-item
+    loop. A mutated input passed as an input and an output pointer to one buffer is not."""
+    uses = Counter(p.outer for p in params if p.pointer)
+    out = []
+    for p in params:
+        if p.pointer:
+            const = "" if p.writes else "const "
+            restrict = " restrict" if uses[p.outer] == 1 else ""
+            out.append(f"__global {const}{p.ctype}*{restrict} {p.name}")
+        else:
+            out.append(f"{p.ctype} {p.name}")
+    return out

@@ -52,6 +52,7 @@ py::dict device_properties(int index) {
   p["compute_units"] = d.compute_units;
   p["max_clock_mhz"] = d.max_clock_mhz;
   p["max_work_group_size"] = d.max_work_group_size;
+  p["max_parameter_size"] = d.max_parameter_size;
   p["fp64"] = d.fp64;
   p["fp16"] = d.fp16;
   p["simd_width"] = d.simd_width;

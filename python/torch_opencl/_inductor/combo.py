@@ -1,0 +1,151 @@
+"""Horizontal fusion: independent pointwise kernels of a graph (a foreach op's per-tensor kernels, an
+optimizer step over every parameter) written as one OpenCL kernel, so they cost one launch.
+
+Each sub-kernel is generated as it would be alone (kernel.py), then its parameters are renamed apart
+(a buffer that several sub-kernels use becomes one parameter) and its body is placed in the combined
+kernel by the device's form:
+
+* CPU form: every work-item walks its chunk of each sub-kernel's outputs in turn (a loop per
+  sub-kernel, with what that sub-kernel hoists computed before its loop);
+* GPU form: one work-item per output of all sub-kernels together (for reductions, one work-group per
+  output row); the sub-kernels' ranges follow one another in the global range and a work-item (a
+  work-group) runs the body of the range it falls in.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from torch._inductor.codegen.common import IndentedBuffer
+from torch._inductor.virtualized import V
+
+from .kernel import KERNEL_NAME_PLACEHOLDER, OpenCLKernel, Param, declare
+
+_LOCAL_ARRAY = re.compile(r"__local\s+\w+\s+(\w+)\[")
+
+# Bytes a kernel argument takes (pointers and by-value scalars alike, on 64-bit devices).
+_ARG_BYTES = 8
+
+
+def max_params(device: Any) -> int:
+    """How many parameters a combined kernel may take on `device` (CL_DEVICE_MAX_PARAMETER_SIZE, at least
+    1024 bytes where the driver says nothing)."""
+    from .. import device_module
+
+    size = int(getattr(device_module.get_device_properties(device), "max_parameter_size", 0) or 1024)
+    return max(8, size // _ARG_BYTES - 2)
+
+
+def combo_key(kernel: OpenCLKernel):
+    """Kernels with equal keys can share a combined kernel; None: this one stays alone.
+
+    A combined kernel needs static sizes (its sub-kernels' ranges follow one another). In the CPU form
+    any sub-kernels combine (each work-item loops over its chunk of each); in the GPU form pointwise
+    kernels combine with pointwise ones, and reductions with reductions of the same work-group size
+    (a work-group per row: a whole work-group takes one branch, so its barriers stay uniform)."""
+    import sympy
+
+    if not all(isinstance(n, sympy.Integer) for n in kernel.numels.values()):
+        return None
+    if kernel.form.chunked:
+        return "chunked"
+    return ("rows", kernel.form.row_group) if kernel.form.group_rows else "pointwise"
+
+
+class OpenCLComboKernel:
+    """Several pointwise OpenCLKernels (each already generated from its nodes) as one kernel."""
+
+    def __init__(self, kernels: list[OpenCLKernel]) -> None:
+        assert len(kernels) > 1
+        self.kernels = kernels
+        self.form = kernels[0].form
+        self.params: list[Param] = []
+        self.renames: list[dict[str, str]] = []
+        by_outer: dict[str, Param] = {}
+        for i, kernel in enumerate(kernels):
+            names = {}
+            for p in kernel.kernel_params():
+                assert p.outer is not None, "a combined kernel's numels are constants"
+                merged = by_outer.get(p.outer)
+                if merged is None or merged.pointer != p.pointer:
+                    merged = Param(f"{p.name}_{i}", p.outer, p.ctype, p.pointer, p.writes)
+                    by_outer[p.outer] = merged
+                    self.params.append(merged)
+                merged.writes |= p.writes
+                names[p.name] = merged.name
+            # A reduction's __local arrays live at kernel scope: renamed apart too.
+            for line in kernel.kernel_scope.getvalue().splitlines():
+                local = _LOCAL_ARRAY.search(line)
+                if local:
+                    names[local.group(1)] = f"{local.group(1)}_{i}"
+            self.renames.append(names)
+
+    @staticmethod
+    def param_count(kernel: OpenCLKernel) -> int:
+        return len(kernel.kernel_params())
+
+    def _renamed(self, i: int, text: str) -> str:
+        names = self.renames[i]
+        if not names:
+            return text
+        pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+        return pattern.sub(lambda m: names[m.group(1)], text)
+
+    def _body(self, i: int, kernel: OpenCLKernel, first: str | None) -> str:
+        code = IndentedBuffer()
+        with V.set_kernel_handler(kernel):
+            kernel.codegen_work(code, first)
+        return self._renamed(i, code.getvalue())
+
+    @staticmethod
+    def _numel(kernel: OpenCLKernel) -> int:
+        """Outputs (rows, for reductions) of a sub-kernel."""
+        return int(kernel.numels.get("x", 1))
+
+    def codegen_kernel(self, name: str | None = None) -> str:
+        for kernel in self.kernels:
+            with V.set_kernel_handler(kernel):
+                kernel.codegen_body()
+        code = IndentedBuffer()
+        code.writeline(f"__kernel void {name or KERNEL_NAME_PLACEHOLDER}({', '.join(declare(self.params))}) {{")
+        with code.indent():
+            for i, kernel in enumerate(self.kernels):
+                code.splice(self._renamed(i, kernel.kernel_scope.getvalue()))
+            if self.form.chunked:
+                for i, kernel in enumerate(self.kernels):
+                    code.writeline("{")
+                    with code.indent():
+                        code.splice(self._body(i, kernel, None))
+                    code.writeline("}")
+            else:
+                # Work-items (pointwise) or work-groups (a work-group per reduction row).
+                unit = "get_group_id(0)" if self.form.group_rows else "get_global_id(0)"
+                code.writeline(f"const long gid = {unit};")
+                first = 0
+                for i, kernel in enumerate(self.kernels):
+                    end = first + self._numel(kernel)
+                    keyword = "if" if i == 0 else "} else if"
+                    code.writeline(f"{keyword} (gid < {end}) {{")
+                    with code.indent():
+                        code.splice(self._body(i, kernel, str(first)))
+                    first = end
+                code.writeline("}")
+        code.writeline("}")
+        return code.getvalue()
+
+    def call_kernel(self, name: str) -> None:
+        args = [p.outer for p in self.params]
+        g = self.form.group
+        if self.form.chunked:
+            # Every work-item takes a chunk of each sub-kernel: as many work-items as the largest needs.
+            n = min(max(self._numel(k) for k in self.kernels), self.form.max_threads)
+            group = min(g, n)
+        elif self.form.group_rows:
+            group = self.form.row_group
+            n = sum(self._numel(k) for k in self.kernels) * group
+        else:
+            n, group = sum(self._numel(k) for k in self.kernels), g
+        args += [f"threads={-(-n // group) * group}", f"group_size={group}"]
+        V.graph.wrapper_code.generate_kernel_call(
+            name, args, device=V.graph.get_current_device_or_throw(), triton=False
+        )
