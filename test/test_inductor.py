@@ -171,6 +171,24 @@ def test_foreach_is_one_kernel_forms(monkeypatch):
     assert len(names) == 3 and all(n.startswith("opencl_combo") for n in names[:2]), names
 
 
+def test_foreach_in_place_reading_its_own_outputs_forms():
+    """An in-place foreach op whose sub-kernels read tensors that other sub-kernels write, combined into
+    one kernel: every sub-kernel reads the values from before the op, as Inductor's functional form
+    says (eager CPU walks the list in order, so its c += a sees the new a: Inductor's CPU backend
+    differs from it the same way)."""
+    def fn(a, b, c):
+        torch._foreach_add_([a, b, c], [b, c, a])
+        torch._foreach_mul_([a, b, c], [c, c, c])
+
+    a, b, c = (torch.randn(300) for _ in range(3))
+    a1, b1, c1 = a + b, b + c, c + a
+    want = [a1 * c1, b1 * c1, c1 * c1]
+    dev = [t.to(DEV) for t in (a, b, c)]
+    with native_only():
+        torch.compile(fn)(*dev)
+    assert_close(dev, want)
+
+
 def test_combo_kernels_forms():
     """With Inductor's combo_kernels on, independent kernels (reductions of several kinds and widths,
     pointwise ones) share combined kernels and give what they give alone."""
