@@ -2,6 +2,13 @@
 against CPU PyTorch in one run. Medians of --reps; ratio = cpu time / opencl time (>1: opencl faster).
 
     python bench/bench_conv.py [--reps 5]
+
+--winograd instead compares, on opencl only, the GPU form's two paths for 3x3 stride-1 convolutions:
+im2col + GEMM with the batch folded (today's) against Winograd F(2x2, 3x3) (aten/native/conv_winograd.h),
+for the CNN shapes of bench_vs_cuda.py at a smaller batch. Run it with TORCH_OPENCL_KERNEL_CLASS=gpu on
+PoCL (a sanity check: PoCL is a CPU; what Winograd gains on a GPU wants a GPU to measure).
+
+    TORCH_OPENCL_KERNEL_CLASS=gpu python bench/bench_conv.py --winograd [--batch 16] [--reps 5]
 """
 import argparse
 
@@ -36,11 +43,51 @@ def step_time(device, xs, ws, padding, reps):
     return median_seconds(step, reps)
 
 
+# bench_vs_cuda.py's CNN: its 3x3 stride-1 convolutions (channels, side) and the single-operator shape.
+CNN_SHAPES = [(64, 32), (128, 16), (256, 8), (512, 4)]
+
+
+def winograd_comparison(batch, reps):
+    from torch_opencl import _C
+    enabled, min_channels = _C._winograd_min_channels(0)
+    if not enabled:
+        raise SystemExit("Winograd serves the GPU kernel class: run with TORCH_OPENCL_KERNEL_CLASS=gpu")
+    print(f"conv2d 3x3 stride 1 padding 1, float32, batch {batch}, median of {reps} (ms) on "
+          f"{torch.opencl.get_device_name()}: im2col + GEMM (batch folded) vs Winograd F(2x2,3x3)")
+    print(f"{'channels x side':<16} {'pass':<18} {'gemm':>9} {'winograd':>9} {'gemm/winograd':>14}")
+    for channels, side in CNN_SHAPES:
+        x = torch.randn(batch, channels, side, side, device="opencl")
+        w = torch.randn(channels, channels, 3, 3, device="opencl")
+        g = torch.randn(batch, channels, side, side, device="opencl")
+
+        def forward():
+            F.conv2d(x, w, padding=1)
+            torch.opencl.synchronize()
+
+        def input_grad():
+            torch.ops.aten.convolution_backward(g, x, w, [0], [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+                                                [True, False, False])
+            torch.opencl.synchronize()
+
+        for name, run in (("forward", forward), ("input gradient", input_grad)):
+            times = []
+            for threshold in (1 << 30, min_channels):  # above every channel count: Winograd off
+                _C._winograd_min_channels(0, threshold)
+                times.append(median_seconds(run, reps))
+            _C._winograd_min_channels(0, min_channels)
+            print(f"{channels:>4} x {side:<9} {name:<18} {times[0] * 1e3:>9.2f} {times[1] * 1e3:>9.2f} "
+                  f"{times[0] / times[1]:>14.2f}")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--winograd", action="store_true", help="GPU form: im2col + GEMM against Winograd (opencl only)")
+    p.add_argument("--batch", type=int, default=16, help="batch of --winograd's shapes")
     args = p.parse_args()
     torch.opencl.set_fallback_mode("silent")
+    if args.winograd:
+        return winograd_comparison(args.batch, args.reps)
     print(f"conv2d forward+backward, float32, median of {args.reps} (ms); {torch.get_num_threads()} CPU threads")
     print(f"{'shape':<14} {'cpu':>9} {'opencl':>9} {'cpu/opencl':>11}")
     for name, xs, ws, pad in SHAPES:

@@ -32,6 +32,7 @@ KernelForms choose(const DeviceInfo& d) {
     f.cpu_register_gemm = false;
     f.tiled_gemm = max_group >= 256;
     f.conv_batch_folded = true;
+    f.conv_winograd = true;
   } else {
     f.row_group = std::min<size_t>(64, max_group);
     f.cpu_register_gemm = true;
@@ -95,6 +96,12 @@ void set_gemm_tiles(int device, KernelForms::GemmTile large, KernelForms::GemmTi
   std::lock_guard<std::mutex> lock(g_forms_mutex);
   f.gemm_large = large;
   f.gemm_small = small;
+}
+
+void set_winograd_min_channels(int device, size_t channels) {
+  KernelForms& f = forms_of(device);
+  std::lock_guard<std::mutex> lock(g_forms_mutex);
+  f.winograd_min_channels = channels;
 }
 
 }  // namespace tocl

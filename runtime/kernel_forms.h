@@ -47,6 +47,12 @@ struct KernelForms {
   // per-element layout kernels (aten/native/convolution.cpp); the CPU form keeps the patches as rows,
   // (N * OH * OW, K) @ (K, O), with a work-item per row.
   bool conv_batch_folded = false;
+  // 3x3, stride-1, dilation-1, single-group 2-D convolutions, forward and input gradient, as Winograd
+  // F(2x2, 3x3) (aten/native/conv_winograd.h): 16 multiplies per 2x2 output tile and channel pair
+  // instead of 36, as 16 batched GEMMs. Below winograd_min_channels input or output channels the
+  // GEMMs are too shallow (or short) to pay for the transforms, and the batch-folded path stays.
+  bool conv_winograd = false;
+  size_t winograd_min_channels = 16;
 
   // ---- Reductions, scans, embedding backward, index_add (aten/native/reduce.cpp, scan.cpp,
   // segment_sum.cpp). CPU forms give each work-item a contiguous run (which PoCL vectorises); GPU
@@ -89,6 +95,9 @@ const KernelForms& kernel_forms(int device);
 // Tuned tiles for the tiled GEMM (runtime/gemm_tuning.cpp applies the saved ones before the device's
 // first GEMM). Throws tocl::Error for a tile the kernel has no form of (rm, rn in {1, 2}, bk in {4, 8, 16, 32}).
 void set_gemm_tiles(int device, KernelForms::GemmTile large, KernelForms::GemmTile small);
+
+// Tests reach the Winograd form with few channels through this (0 or 1: every channel count).
+void set_winograd_min_channels(int device, size_t channels);
 
 const char* kernel_class_name(KernelClass c);
 

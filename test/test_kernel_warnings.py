@@ -49,6 +49,7 @@ loss = loss + F.softmax(x.double(), 1).sum()
 img = torch.randn(2, 3, 9, 9, device=dev, requires_grad=True)
 loss = loss + F.max_pool2d(img, 3, 2, 1).sum() + F.avg_pool2d(img, 2).sum()                  # pooling.cl, fast_div.cl
 loss = loss + F.conv2d(img, torch.randn(4, 3, 3, 3, device=dev), padding=1).sum()            # im2col.cl
+loss = loss + F.conv2d(torch.randn(1, 16, 4, 4, device=dev), torch.randn(16, 16, 3, 3, device=dev)).sum()  # winograd.cl (gpu)
 loss = loss + (x @ torch.randn(70, 8, device=dev)).sum()                                     # gemm.cl (cpu class)
 loss.backward()
 params = [torch.randn(10, device=dev, requires_grad=True) for _ in range(2)]

@@ -1,7 +1,8 @@
 // Convolution reaches PrivateUse1 as convolution_overrideable and
 // convolution_backward_overrideable (ATen has checked the shapes by then).
 // 1-D and 2-D convolutions of float32/float64, transposed ones included, run natively. On devices of the
-// GPU kernel class the batch is folded into the GEMMs' columns (see "GPU form" below). The CPU form: im2col
+// GPU kernel class the batch is folded into the GEMMs' columns (see "GPU form" below), and 3x3 stride-1
+// single-group convolutions run as Winograd F(2x2, 3x3) (aten/native/conv_winograd.h). The CPU form: im2col
 // (kernels_cl/im2col.cl) laid out (N*L, C*KH*KW) and one CLBlast GEMM per group
 // over the whole batch, col2im for grad_input, GEMM for grad_weight, GEMV with a
 // ones vector for grad_bias. The GEMMs' (N * L, O) rows reach the NCHW output through
@@ -18,6 +19,7 @@
 #include <mutex>
 
 #include "aten/native/blas.h"
+#include "aten/native/conv_winograd.h"
 #include "aten/kernel_support/cl_types.h"
 #include "aten/kernel_support/dtype_fallback.h"
 #include "aten/kernel_support/opencl_tensor.h"
@@ -350,6 +352,16 @@ at::Tensor conv_weight_grad_folded(const Conv2d& c, const at::Tensor& x4, const 
   return gw;
 }
 
+// --- Winograd F(2x2, 3x3) (kernel_forms' conv_winograd, aten/native/conv_winograd.h) for single-group 3x3,
+// stride-1, dilation-1 2-D convolutions: the forward, and the input gradient as the Winograd convolution of
+// grad_output with the flipped, channel-transposed weight and padding 2 - p. The weight gradient stays on
+// the GEMM path above.
+bool winograd(const Conv2d& c, int device) {
+  const auto& g = c.g;
+  return !c.one_d && c.groups == 1 && g.KH == 3 && g.KW == 3 && g.SH == 1 && g.SW == 1 && g.DH == 1 && g.DW == 1 &&
+         winograd_serves(device, c.N, g.C, c.O, g.H, g.W, g.OH, g.OW);
+}
+
 bool native(const at::Tensor& input, const at::Tensor& weight) {
   return (input.dim() == 3 || input.dim() == 4) && blas_supports(input.scalar_type()) &&
          weight.scalar_type() == input.scalar_type();
@@ -373,6 +385,7 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
   const int device = device_index(input);
   if (!transposed) {
     const Conv2d c = describe(input.sizes(), weight.sizes(), stride, padding, dilation, groups, input.options());
+    if (winograd(c, device)) return winograd_conv2d(input, weight, b, c.g.PH, c.g.PW, false);
     const auto w2 = w4.view({c.O, c.K()});
     if (folded(c, device)) return squeeze_1d(conv_forward_folded(c, as_4d(input, one_d), w2, b), one_d);
     return squeeze_1d(conv_forward(c, as_dense_4d(input, one_d), w2, b), one_d);
@@ -381,6 +394,7 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
   const Conv2d c = describe_transposed(input, weight, stride, padding, dilation, output_padding, groups);
   if (!adjoint_fits(c, input))
     return convolution_on_cpu(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
+  if (winograd(c, device)) return winograd_conv2d(input, weight, b, 2 - c.g.PH, 2 - c.g.PW, true);
   const auto w2 = w4.view({c.O, c.K()});
   const auto in4 = as_dense_4d(input, one_d);
   auto out = folded(c, device) ? conv_input_grad_folded(c, fold_batch(in4), w2)
@@ -405,16 +419,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
   if (!transposed) {
     const Conv2d c = describe(input.sizes(), weight.sizes(), stride, padding, dilation, groups, input.options());
     const auto w2 = w4.view({c.O, c.K()});
+    const bool wino = winograd(c, device);
+    if (output_mask[0] && wino) grad_input = winograd_conv2d(go4, weight, at::Tensor(), 2 - c.g.PH, 2 - c.g.PW, true);
     if (folded(c, device)) {
       const auto go_f = fold_batch(go4);  // (O, N * L)
-      if (output_mask[0]) grad_input = squeeze_1d(conv_input_grad_folded(c, go_f, w2), one_d);
+      if (output_mask[0] && !wino) grad_input = squeeze_1d(conv_input_grad_folded(c, go_f, w2), one_d);
       if (output_mask[1]) grad_weight = conv_weight_grad_folded(c, x4, go_f).view(weight.sizes());
       if (output_mask[2]) grad_bias = go_f.sum(1);
       return {grad_input, grad_weight, grad_bias};
     }
     // grad_output as (N * L, O): one GEMM per group over the whole batch for each gradient.
     const auto goR = channels_last(c, go4);
-    if (output_mask[0]) grad_input = squeeze_1d(conv_input_grad(c, goR, w2), one_d);
+    if (output_mask[0] && !wino) grad_input = squeeze_1d(conv_input_grad(c, goR, w2), one_d);
     if (output_mask[1]) grad_weight = conv_weight_grad(c, x4, goR).view(weight.sizes());
     if (output_mask[2]) {
       grad_bias = at::empty({c.O}, input.options());
@@ -430,11 +446,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     return convolution_backward_on_cpu(grad_output, input, weight, stride, padding, dilation, transposed,
                                        output_padding, groups, output_mask);
   const auto w2 = w4.view({c.O, c.K()});
+  const bool wino = winograd(c, device);
+  if (output_mask[0] && wino) grad_input = winograd_conv2d(go4, weight, at::Tensor(), c.g.PH, c.g.PW, false);
   if (folded(c, device)) {
-    if (output_mask[0]) grad_input = squeeze_1d(conv_forward_folded(c, go4, w2, at::Tensor()), one_d);
+    if (output_mask[0] && !wino) grad_input = squeeze_1d(conv_forward_folded(c, go4, w2, at::Tensor()), one_d);
     if (output_mask[1]) grad_weight = conv_weight_grad_folded(c, go4, fold_batch(x4)).view(weight.sizes());
   } else {
-    if (output_mask[0]) grad_input = squeeze_1d(conv_forward(c, go4, w2, at::Tensor()), one_d);
+    if (output_mask[0] && !wino) grad_input = squeeze_1d(conv_forward(c, go4, w2, at::Tensor()), one_d);
     if (output_mask[1]) grad_weight = conv_weight_grad(c, go4, channels_last(c, x4)).view(weight.sizes());
   }
   if (output_mask[2]) grad_bias = go4.sum({0, 2, 3});

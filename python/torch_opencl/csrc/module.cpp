@@ -230,6 +230,13 @@ PYBIND11_MODULE(_C, m) {
     torch_opencl::override_tiled_gemm_plan(torch_opencl::TiledGemmPlan{rm, rn, bk, splits});
   });
   m.def("_set_tiled_gemm_enabled", &torch_opencl::set_tiled_gemm_enabled);
+  // Winograd convolution (GPU form): whether the device uses it, and its minimum channel count (tests lower it).
+  m.def("_winograd_min_channels", [](int device, std::optional<size_t> channels) {
+    const auto& forms = tocl::kernel_forms(device);
+    const auto old = std::make_pair(forms.conv_winograd, forms.winograd_min_channels);
+    if (channels) tocl::set_winograd_min_channels(device, *channels);
+    return old;
+  }, py::arg("device"), py::arg("channels") = py::none());
   m.def("_gemm_builtin_parameters", &tocl::builtin_gemm_parameters);
   m.def("_gemm_override", [](int device, const std::string& kernel, int bits, const std::map<std::string, size_t>& p) {
     tocl::ensure_gemm_tuning(device);

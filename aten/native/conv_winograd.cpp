@@ -1,0 +1,78 @@
+#include "aten/native/conv_winograd.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+
+#include "aten/kernel_support/kernel_program.h"
+#include "aten/kernel_support/opencl_tensor.h"
+#include "aten/native/blas.h"
+#include "runtime/kernel_forms.h"
+#include "runtime/launch.h"
+
+namespace torch_opencl {
+namespace {
+
+constexpr int64_t kIndexLimit = int64_t{1} << 31;  // the kernels' 32-bit element indices
+constexpr size_t kGroup = 256;
+
+int64_t tiles(int64_t size) { return (size + 1) / 2; }
+
+}  // namespace
+
+bool winograd_serves(int device, int64_t N, int64_t C, int64_t O, int64_t H, int64_t W, int64_t OH, int64_t OW) {
+  const auto& forms = tocl::kernel_forms(device);
+  if (!forms.conv_winograd) return false;
+  const auto min_channels = static_cast<int64_t>(std::max<size_t>(1, forms.winograd_min_channels));
+  if (C < min_channels || O < min_channels || N == 0 || OH <= 0 || OW <= 0) return false;
+  // The forward's tiles cover (OH, OW), the input gradient's (H, W); V, M and the NCHW tensors of both.
+  const int64_t P = N * std::max(tiles(OH) * tiles(OW), tiles(H) * tiles(W));
+  const int64_t channels = std::max(C, O);
+  return 16 * channels * P < kIndexLimit && N * channels * std::max(H * W, OH * OW) < kIndexLimit;
+}
+
+at::Tensor winograd_conv2d(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias, int64_t pad_h,
+                           int64_t pad_w, bool adjoint) {
+  const int64_t N = x.size(0), Q = x.size(1), H = x.size(2), W = x.size(3);
+  const int64_t R = adjoint ? w.size(1) : w.size(0);  // output channels
+  TORCH_INTERNAL_ASSERT(w.size(adjoint ? 0 : 1) == Q && w.size(2) == 3 && w.size(3) == 3);
+  const int64_t OH = H + 2 * pad_h - 2, OW = W + 2 * pad_w - 2;
+  const int64_t th = tiles(OH), tw = tiles(OW), P = N * th * tw;
+  auto out = at::empty({N, R, OH, OW}, x.options());
+  if (out.numel() == 0) return out;
+  const int device = device_index(x);
+  const int stream = tocl::current_stream(device);
+  const auto i32 = [](int64_t v) { return static_cast<cl_int>(v); };
+
+  // U (16, R, Q): the transformed filter, every call (weights change in place between steps).
+  auto u = at::empty({16, R, Q}, x.options());
+  {
+    cl_kernel k = dtype_kernel(u, "winograd.cl", "winograd_filter");
+    const cl_long w_sr = w.stride(adjoint ? 1 : 0), w_sq = w.stride(adjoint ? 0 : 1);
+    tocl::set_args(k, buffer_arg(w), buffer_arg(u), i32(R), i32(Q), w_sr, w_sq, static_cast<cl_long>(w.stride(2)),
+                   static_cast<cl_long>(w.stride(3)), static_cast<cl_int>(adjoint));
+    tocl::enqueue_1d(device, stream, k, R * Q, kGroup);
+  }
+  // V (16, Q, P): the transformed input patches.
+  auto v = at::empty({16, Q, P}, x.options());
+  {
+    cl_kernel k = dtype_kernel(v, "winograd.cl", "winograd_input");
+    tocl::set_args(k, buffer_arg(x), buffer_arg(v), i32(Q), i32(H), i32(W), static_cast<cl_long>(x.stride(0)),
+                   static_cast<cl_long>(x.stride(1)), static_cast<cl_long>(x.stride(2)),
+                   static_cast<cl_long>(x.stride(3)), i32(pad_h), i32(pad_w), i32(th), i32(tw), i32(P));
+    tocl::enqueue_1d(device, stream, k, Q * P, kGroup);
+  }
+  // M[e] = U[e] @ V[e], all 16 in one batched GEMM.
+  auto m = at::empty({16, R, P}, x.options());
+  gemm_batched(u, v, m, 1, 0);
+  {
+    const at::Tensor b = bias.defined() ? bias.to(out.scalar_type()).contiguous() : out;
+    cl_kernel k = dtype_kernel(out, "winograd.cl", "winograd_output");
+    tocl::set_args(k, buffer_arg(m), buffer_arg(out), buffer_arg(b), static_cast<cl_int>(bias.defined()), i32(R),
+                   i32(OH), i32(OW), i32(th), i32(tw), i32(P));
+    tocl::enqueue_1d(device, stream, k, R * P, kGroup);
+  }
+  return out;
+}
+
+}  // namespace torch_opencl

@@ -1,0 +1,124 @@
+// Winograd F(2x2, 3x3) for 3x3, stride-1 convolutions (GPU form, aten/native/conv_winograd.cpp).
+// A 2x2 block of outputs ("tile") comes from a 4x4 input patch with 16 multiplies per (in, out) channel
+// pair instead of 36: Y = A^T [ (G g G^T) .* (B^T d B) ] A, the elementwise product summed over input
+// channels as 16 GEMMs (one per position e of the 4x4 transformed tile) run by the batched tiled GEMM:
+//   U[e] (R, Q) = the transformed filter,  V[e] (Q, P) = the transformed input patches,
+//   M[e] (R, P) = U[e] @ V[e],             P = N * tiles_h * tiles_w tiles, p = (n * tiles_h + ty) * tiles_w + tx.
+// The host prepends the dtype defines (T_T, ACC); sizes are arguments; index math is 32-bit (the host
+// checks that every buffer has fewer than 2^31 elements).
+
+// B^T d B for the 4x4 patch of every (channel q, tile p): one work-item each, consecutive work-items on
+// consecutive tiles (coalesced stores of V). The patch of tile (ty, tx) starts at input row 2 ty - pad_h,
+// column 2 tx - pad_w; positions outside the input read 0 (the padding; a negative pad crops).
+// x has any strides. total = Q * P; V is (16, Q, P) contiguous.
+__kernel void winograd_input(__global const T_T* x, ulong x_off, __global T_T* v, ulong v_off, int Q, int H, int W,
+                             long x_sn, long x_sc, long x_sh, long x_sw, int pad_h, int pad_w, int tiles_h,
+                             int tiles_w, int P) {
+  const int i = get_global_id(0);
+  if (i >= Q * P) return;
+  const int q = i / P, p = i - q * P;
+  const int tx = p % tiles_w, r = p / tiles_w;
+  const int ty = r % tiles_h, n = r / tiles_h;
+  const int y0 = 2 * ty - pad_h, x0 = 2 * tx - pad_w;
+  __global const T_T* src = x + x_off + n * x_sn + q * x_sc;
+  ACC d[4][4];
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    const int y = y0 + a;
+    const bool row_in = y >= 0 && y < H;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      const int xx = x0 + b;
+      d[a][b] = (row_in && xx >= 0 && xx < W) ? (ACC)src[y * x_sh + xx * x_sw] : (ACC)0;
+    }
+  }
+  // Rows: t = B^T d, with B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1].
+  ACC t[4][4];
+#pragma unroll
+  for (int b = 0; b < 4; ++b) {
+    t[0][b] = d[0][b] - d[2][b];
+    t[1][b] = d[1][b] + d[2][b];
+    t[2][b] = d[2][b] - d[1][b];
+    t[3][b] = d[1][b] - d[3][b];
+  }
+  // Columns: t B.
+  __global T_T* dst = v + v_off + q * P + p;
+  const int plane = Q * P;
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    dst[(4 * a + 0) * plane] = (T_T)(t[a][0] - t[a][2]);
+    dst[(4 * a + 1) * plane] = (T_T)(t[a][1] + t[a][2]);
+    dst[(4 * a + 2) * plane] = (T_T)(t[a][2] - t[a][1]);
+    dst[(4 * a + 3) * plane] = (T_T)(t[a][1] - t[a][3]);
+  }
+}
+
+// G g G^T for every (row r, column q) of U, with G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]. The 3x3 filter
+// g of (r, q) is w[r * w_sr + q * w_sq + i * w_si + j * w_sj], read flipped (g[i][j] = w[.., 2 - i, 2 - j])
+// when flip: the host passes the weight's channel strides swapped and flip = 1 for the input gradient's
+// filter (the flipped, channel-transposed weight). total = R * Q; U is (16, R, Q) contiguous.
+__kernel void winograd_filter(__global const T_T* w, ulong w_off, __global T_T* u, ulong u_off, int R, int Q,
+                              long w_sr, long w_sq, long w_si, long w_sj, int flip) {
+  const int i = get_global_id(0);
+  if (i >= R * Q) return;
+  const int r = i / Q, q = i - r * Q;
+  __global const T_T* src = w + w_off + r * w_sr + q * w_sq;
+  ACC g[3][3];
+#pragma unroll
+  for (int a = 0; a < 3; ++a)
+#pragma unroll
+    for (int b = 0; b < 3; ++b) {
+      const int sa = flip ? 2 - a : a, sb = flip ? 2 - b : b;
+      g[a][b] = (ACC)src[sa * w_si + sb * w_sj];
+    }
+  const ACC one_half = (ACC)0.5;
+  ACC t[4][3];  // G g
+#pragma unroll
+  for (int b = 0; b < 3; ++b) {
+    t[0][b] = g[0][b];
+    t[1][b] = one_half * (g[0][b] + g[1][b] + g[2][b]);
+    t[2][b] = one_half * (g[0][b] - g[1][b] + g[2][b]);
+    t[3][b] = g[2][b];
+  }
+  __global T_T* dst = u + u_off + i;
+  const int plane = R * Q;
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {  // (G g) G^T
+    dst[(4 * a + 0) * plane] = (T_T)t[a][0];
+    dst[(4 * a + 1) * plane] = (T_T)(one_half * (t[a][0] + t[a][1] + t[a][2]));
+    dst[(4 * a + 2) * plane] = (T_T)(one_half * (t[a][0] - t[a][1] + t[a][2]));
+    dst[(4 * a + 3) * plane] = (T_T)t[a][2];
+  }
+}
+
+// A^T m A (+ bias[r]) for every (row r, tile p): the 2x2 outputs of the tile that lie inside (OH, OW) (the last
+// row or column of tiles is partial when OH or OW is odd). A^T = [1 1 1 0; 0 1 -1 -1]. M is (16, R, P)
+// contiguous, out (N, R, OH, OW) contiguous. total = R * P.
+__kernel void winograd_output(__global const T_T* m, ulong m_off, __global T_T* out, ulong out_off,
+                              __global const T_T* bias, ulong bias_off, int has_bias, int R, int OH, int OW,
+                              int tiles_h, int tiles_w, int P) {
+  const int i = get_global_id(0);
+  if (i >= R * P) return;
+  const int r = i / P, p = i - r * P;
+  const int tx = p % tiles_w, rest = p / tiles_w;
+  const int ty = rest % tiles_h, n = rest / tiles_h;
+  __global const T_T* src = m + m_off + i;
+  const int plane = R * P;
+  ACC t[2][4];  // A^T m
+#pragma unroll
+  for (int b = 0; b < 4; ++b) {
+    const ACC m0 = (ACC)src[b * plane], m1 = (ACC)src[(4 + b) * plane];
+    const ACC m2 = (ACC)src[(8 + b) * plane], m3 = (ACC)src[(12 + b) * plane];
+    t[0][b] = m0 + m1 + m2;
+    t[1][b] = m1 - m2 - m3;
+  }
+  const ACC b0 = has_bias ? (ACC)bias[bias_off + r] : (ACC)0;
+  const int y = 2 * ty, xx = 2 * tx;
+  __global T_T* dst = out + out_off + ((n * R + r) * OH + y) * OW + xx;
+#pragma unroll
+  for (int a = 0; a < 2; ++a) {  // (A^T m) A
+    if (y + a >= OH) break;
+    dst[a * OW] = (T_T)(t[a][0] + t[a][1] + t[a][2] + b0);
+    if (xx + 1 < OW) dst[a * OW + 1] = (T_T)(t[a][1] - t[a][2] - t[a][3] + b0);
+  }
+}
