@@ -104,6 +104,107 @@ def test_addmm(dtype, beta, alpha):
         close(out, expected, dtype)
 
 
+# addmm's self in each form it takes: our GEMM kernels read it in place as the addend (strides 0 where it is
+# broadcast), CLBlast gets it copied into the result. (m, n, k) leave partial tiles in both kernel classes.
+ADD_M, ADD_N, ADD_K = 19, 37, 23
+SELF_FORMS = {
+    "bias": lambda t: t[0].contiguous().to(DEV),  # 1-D, broadcast over rows
+    "column": lambda t: t[:, :1].contiguous().to(DEV),  # (m, 1)
+    "row": lambda t: t[:1].contiguous().to(DEV),  # (1, n)
+    "scalar": lambda t: t[0, 0].clone().to(DEV),  # 0-d
+    "full": contiguous,
+    "transposed": transposed,
+    "strided": strided,
+    "expanded_row": lambda t: t[:1].to(DEV).expand(ADD_M, ADD_N),  # (m, n) with row stride 0
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("form", list(SELF_FORMS))
+@pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, -2.0), (0, 1.5)])
+def test_addmm_self_forms(dtype, form, beta, alpha):
+    a, b = rnd(ADD_M, ADD_K, dtype=dtype), rnd(ADD_K, ADD_N, dtype=dtype, seed=1)
+    full = rnd(ADD_M, ADD_N, dtype=dtype, seed=2)
+    if beta == 0:
+        full = torch.full_like(full, float("nan"))  # ignored when beta == 0, NaN included, as on CPU
+        full[0, 0] = float("inf")
+    self_dev = SELF_FORMS[form](full)
+    self_cpu = self_dev.cpu()
+    expected = torch.addmm(self_cpu, a, b, beta=beta, alpha=alpha)
+    with native_only():
+        close(torch.addmm(self_dev, a.to(DEV), transposed(b), beta=beta, alpha=alpha), expected, dtype)
+        out = torch.full((ADD_N, ADD_M), float("nan"), dtype=dtype, device=DEV).t()  # a column-major out=
+        torch.addmm(self_dev, a.to(DEV), b.to(DEV), beta=beta, alpha=alpha, out=out)
+        close(out, expected, dtype)
+    torch.testing.assert_close(self_dev.cpu(), self_cpu, rtol=0, atol=0, equal_nan=True)  # self untouched
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("form", [contiguous, transposed, strided])
+def test_addmm_in_place_and_out_is_self(dtype, form):
+    a, b, c = rnd(ADD_M, ADD_K, dtype=dtype), rnd(ADD_K, ADD_N, dtype=dtype, seed=1), rnd(ADD_M, ADD_N, dtype=dtype,
+                                                                                          seed=2)
+    expected = torch.addmm(c, a, b, beta=0.5, alpha=-2.0)
+    with native_only():
+        inplace = form(c)
+        assert inplace.addmm_(a.to(DEV), b.to(DEV), beta=0.5, alpha=-2.0) is inplace
+        close(inplace, expected, dtype)
+        same = form(c)
+        assert torch.addmm(same, a.to(DEV), b.to(DEV), beta=0.5, alpha=-2.0, out=same) is same
+        close(same, expected, dtype)
+        # self a column of out= itself (partly the same memory): the result as CPU computes it
+        big, big_dev = c.clone(), form(c)
+        torch.addmm(big[:, :1], a, b, beta=0.5, alpha=-2.0, out=big)
+        torch.addmm(big_dev[:, :1], a.to(DEV), b.to(DEV), beta=0.5, alpha=-2.0, out=big_dev)
+        close(big_dev, big, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_baddbmm_self_forms(dtype):
+    batch, m, n, k = 3, 11, 21, 9
+    a, b = rnd(batch, m, k, dtype=dtype), rnd(batch, k, n, dtype=dtype, seed=1)
+    full = rnd(batch, m, n, dtype=dtype, seed=2)
+    selves = [full[0], full[:1], full[0, 0], full[0, :, :1], full, full.transpose(1, 2).contiguous().transpose(1, 2),
+              torch.tensor(2.5, dtype=dtype)]
+    with native_only():
+        for self_cpu in selves:
+            for beta, alpha in [(1, 1), (0.5, -2.0)]:
+                close(torch.baddbmm(self_cpu.to(DEV), a.to(DEV), b.to(DEV), beta=beta, alpha=alpha),
+                      torch.baddbmm(self_cpu, a, b, beta=beta, alpha=alpha), dtype)
+        nan_self = torch.full((m, n), float("nan"), dtype=dtype)
+        close(torch.baddbmm(nan_self.to(DEV), a.to(DEV), b.to(DEV), beta=0), torch.bmm(a, b), dtype)
+        inplace = full.to(DEV)
+        inplace.baddbmm_(a.to(DEV), b.to(DEV), beta=0.5)
+        close(inplace, torch.baddbmm(full, a, b, beta=0.5), dtype)
+
+
+def test_addmm_with_a_bias_launches_what_mm_launches():
+    # The bias is the GEMM kernel's addend, not a copy into the result first (no copy_strided launch).
+    from torch_opencl import _C
+    a, b, bias = rnd(64, 48).to(DEV), rnd(48, 40, seed=1).to(DEV), rnd(40, seed=2).to(DEV)
+
+    def kernels(fn):
+        torch.opencl.synchronize()
+        _C._record_kernel_names(True)
+        try:
+            result = fn()
+            torch.opencl.synchronize()
+        finally:
+            _C._record_kernel_names(False)
+        return result, _C._recorded_kernel_names()
+
+    with native_only():
+        torch.addmm(bias, a, b)  # compiles first
+        product, mm_kernels = kernels(lambda: torch.mm(a, b))
+        result, addmm_kernels = kernels(lambda: torch.addmm(bias, a, b))
+        linear, linear_kernels = kernels(lambda: torch.nn.functional.linear(a, b.t(), bias))
+    close(result, torch.addmm(bias.cpu(), a.cpu(), b.cpu()))
+    close(linear, result.cpu())
+    assert mm_kernels and any("gemm" in name for name in mm_kernels), mm_kernels  # our kernel, not CLBlast
+    assert addmm_kernels == mm_kernels, (addmm_kernels, mm_kernels)
+    assert "copy_strided" not in linear_kernels and len(linear_kernels) == len(mm_kernels), linear_kernels
+
+
 def test_zero_sizes():
     with native_only():
         # k == 0: the result is beta * self (zeros for mm)
@@ -201,6 +302,12 @@ def test_clblast_path(dtype, clblast_only):
               torch.addmm(c[0], a[0], b[0], beta=0.5, alpha=2), dtype)
         close(torch.baddbmm(c.to(DEV), a.to(DEV), b.to(DEV), beta=0.5, alpha=2),
               torch.baddbmm(c, a, b, beta=0.5, alpha=2), dtype)
+        # a broadcast self is copied into the result for CLBlast, which reads C only
+        close(torch.addmm(c[0, 0].to(DEV), a[0].to(DEV), b[0].to(DEV), beta=0.5, alpha=2),
+              torch.addmm(c[0, 0], a[0], b[0], beta=0.5, alpha=2), dtype)
+        close(torch.baddbmm(c[0].to(DEV), a.to(DEV), b.to(DEV), beta=0.5), torch.baddbmm(c[0], a, b, beta=0.5), dtype)
+        nan_self = torch.full((4,), float("nan"), dtype=dtype)
+        close(torch.addmm(nan_self.to(DEV), a[0].to(DEV), b[0].to(DEV), beta=0), a[0] @ b[0], dtype)
 
 
 def test_large_gemm_uses_tuned_kernel(clblast_only):

@@ -12,10 +12,14 @@ bool blas_supports(c10::ScalarType type);
 
 // c = alpha * a @ b + beta * c for a (m, k), b (k, n), c (m, n). With beta == 0, c's old
 // values (NaN included) are ignored; with k == 0, c = beta * c.
-void gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta);
+// With an addend (broadcastable to c, not overlapping it unless it is c): c = alpha * a @ b + beta *
+// addend, one launch where our GEMM kernels serve (addmm's bias read in place); beta == 0 ignores it.
+void gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta,
+          const at::Tensor& addend = {});
 
 // The same for every batch: a (B, m, k), b (B, k, n), c (B, m, n); any batch stride (0 for expanded).
-void gemm_batched(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta);
+void gemm_batched(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta,
+                  const at::Tensor& addend = {});
 
 // y = alpha * a @ x + beta * y for a (m, n), x (n), y (m).
 void gemv(const at::Tensor& a, const at::Tensor& x, const at::Tensor& y, double alpha, double beta);

@@ -2,6 +2,7 @@
 // meta functions check shapes and dtypes as on CPU. Dtypes CLBlast does not
 // compute (integers, half, bfloat16) run on the CPU, counted as fallbacks.
 #include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/MetaFunctions.h>
 #include <torch/library.h>
 
@@ -80,9 +81,15 @@ void addmm_impl(const at::Tensor& self, const at::Tensor& m1, const at::Tensor& 
     });
   }
   const double b = beta.toDouble();
-  if (b != 0 && !result.is_same(self)) result.copy_(self.expand(result.sizes()));
-  if (batched) gemm_batched(m1, m2, result, alpha.toDouble(), b);
-  else gemm(m1, m2, result, alpha.toDouble(), b);
+  // The GEMM reads self in place as its addend (broadcast by strides 0) unless it shares memory with
+  // result other than as result itself: then self goes into result first, as the addend result.
+  at::Tensor addend = self;
+  if (b != 0 && !result.is_same(self) && at::get_overlap_status(result, self) != at::MemOverlapStatus::No) {
+    result.copy_(self.expand(result.sizes()));
+    addend = result;
+  }
+  if (batched) gemm_batched(m1, m2, result, alpha.toDouble(), b, addend);
+  else gemm(m1, m2, result, alpha.toDouble(), b, addend);
 }
 
 #define STRUCTURED_FORMS(NAME, META, PARAMS, ARGS, BODY)                  \
