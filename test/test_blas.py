@@ -178,7 +178,39 @@ def test_baddbmm_self_forms(dtype):
         close(inplace, torch.baddbmm(full, a, b, beta=0.5), dtype)
 
 
-def test_addmm_with_a_bias_launches_what_mm_launches():
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_addmv_self_forms(dtype):
+    # On the CPU kernel class addmv with its own self is one GEMM launch reading self in place; CLBlast's
+    # Gemv (the GPU class) gets self copied into the result.
+    m, k = 37, 23
+    a, x = rnd(m, k, dtype=dtype), rnd(k, dtype=dtype, seed=1)
+    full = rnd(m, dtype=dtype, seed=2)
+    wide = torch.zeros(2 * m, dtype=dtype)
+    wide[::2] = full
+    selves = [(full.to(DEV), full), (full[:1].to(DEV), full[:1]), (full[0].to(DEV), full[0]),
+              (wide.to(DEV)[::2], full)]
+    with native_only():
+        for self_dev, self_cpu in selves:
+            for beta, alpha in [(1, 1), (0.5, -2.0)]:
+                expected = torch.addmv(self_cpu, a, x, beta=beta, alpha=alpha)
+                close(torch.addmv(self_dev, a.to(DEV), x.to(DEV), beta=beta, alpha=alpha), expected, dtype)
+                close(torch.addmv(self_dev, transposed(a), x.to(DEV), beta=beta, alpha=alpha), expected, dtype)
+                out = torch.full((2 * m,), float("nan"), dtype=dtype, device=DEV)[::2]
+                torch.addmv(self_dev, a.to(DEV), x.to(DEV), beta=beta, alpha=alpha, out=out)
+                close(out, expected, dtype)
+        nan_self = torch.full((m,), float("nan"), dtype=dtype)
+        close(torch.addmv(nan_self.to(DEV), a.to(DEV), x.to(DEV), beta=0, alpha=1.5), 1.5 * (a @ x), dtype)
+        inplace = full.to(DEV)
+        inplace.addmv_(a.to(DEV), x.to(DEV), beta=0.5, alpha=-2.0)
+        close(inplace, torch.addmv(full, a, x, beta=0.5, alpha=-2.0), dtype)
+        same = full.to(DEV)
+        torch.addmv(same, a.to(DEV), x.to(DEV), beta=0.5, out=same)
+        close(same, torch.addmv(full, a, x, beta=0.5), dtype)
+        close(torch.addmv(full.to(DEV), torch.empty(m, 0, dtype=dtype, device=DEV),
+                          torch.empty(0, dtype=dtype, device=DEV), beta=2), 2 * full, dtype)
+
+
+def test_a_bias_costs_no_launch_of_its_own():
     # The bias is the GEMM kernel's addend, not a copy into the result first (no copy_strided launch).
     from torch_opencl import _C
     a, b, bias = rnd(64, 48).to(DEV), rnd(48, 40, seed=1).to(DEV), rnd(40, seed=2).to(DEV)
@@ -198,11 +230,16 @@ def test_addmm_with_a_bias_launches_what_mm_launches():
         product, mm_kernels = kernels(lambda: torch.mm(a, b))
         result, addmm_kernels = kernels(lambda: torch.addmm(bias, a, b))
         linear, linear_kernels = kernels(lambda: torch.nn.functional.linear(a, b.t(), bias))
+        bias_m = rnd(64, seed=3).to(DEV)
+        mv, addmv_kernels = kernels(lambda: torch.addmv(bias_m, a, b[:, 0]))
     close(result, torch.addmm(bias.cpu(), a.cpu(), b.cpu()))
+    close(mv, torch.addmv(bias_m.cpu(), a.cpu(), b[:, 0].cpu()))
     close(linear, result.cpu())
     assert mm_kernels and any("gemm" in name for name in mm_kernels), mm_kernels  # our kernel, not CLBlast
     assert addmm_kernels == mm_kernels, (addmm_kernels, mm_kernels)
     assert "copy_strided" not in linear_kernels and len(linear_kernels) == len(mm_kernels), linear_kernels
+    if _C._device_properties(0)["kernel_class"] == "cpu":  # our GEMM (else CLBlast's Gemv, not counted)
+        assert len(addmv_kernels) == 1 and "gemm" in addmv_kernels[0], addmv_kernels
 
 
 def test_zero_sizes():

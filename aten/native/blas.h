@@ -21,8 +21,10 @@ void gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double 
 void gemm_batched(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta,
                   const at::Tensor& addend = {});
 
-// y = alpha * a @ x + beta * y for a (m, n), x (n), y (m).
-void gemv(const at::Tensor& a, const at::Tensor& x, const at::Tensor& y, double alpha, double beta);
+// y = alpha * a @ x + beta * y for a (m, n), x (n), y (m); with an addend (broadcastable to y, not
+// overlapping it unless it is y), y = alpha * a @ x + beta * addend.
+void gemv(const at::Tensor& a, const at::Tensor& x, const at::Tensor& y, double alpha, double beta,
+          const at::Tensor& addend = {});
 
 // out (0-d) = x . y for two 1-D tensors of one length.
 void dot(const at::Tensor& x, const at::Tensor& y, const at::Tensor& out);
