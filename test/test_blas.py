@@ -16,7 +16,7 @@ import torch
 
 import torch_opencl  # noqa: F401
 
-from _device_helpers import native_only
+from _device_helpers import launched_kernels, native_only
 
 DEV = "opencl"
 HAS_FP64 = torch.opencl.get_device_properties(0).fp64
@@ -217,13 +217,10 @@ def test_a_bias_costs_no_launch_of_its_own():
 
     def kernels(fn):
         torch.opencl.synchronize()
-        _C._record_kernel_names(True)
-        try:
+        with launched_kernels() as names:
             result = fn()
             torch.opencl.synchronize()
-        finally:
-            _C._record_kernel_names(False)
-        return result, _C._recorded_kernel_names()
+        return result, names
 
     with native_only():
         torch.addmm(bias, a, b)  # compiles first
