@@ -5,12 +5,15 @@
   transformer  embeddings, 2 layers of causal self-attention (scaled_dot_product_attention),
                LayerNorm, GELU, AdamW, clip_grad_norm_; vocab 256, seq 64, width 64, batch 16
 
-Prints the median step time of each on both devices, the ratio opencl/cpu, and the
+Prints the median step time of each on both devices, the ratio opencl/cpu, the kernels
+an opencl step launches (our kernels; CLBlast's own launches are not counted), and the
 operators the CPU fallback served on opencl (none, when the workload runs natively).
+--kernels also lists the kernels of one opencl step by name.
 
-    .venv/bin/python bench/bench_training.py [--steps 20] [--warmup 3]
+    .venv/bin/python bench/bench_training.py [--steps 20] [--warmup 3] [--kernels]
 """
 import argparse
+import collections
 import statistics
 import time
 
@@ -80,13 +83,20 @@ def sync(device):
 
 
 def step_times(make, device, steps, warmup):
+    """(median ms, kernel launches per step or None on CPU, the kernel names of the last step)."""
     torch.manual_seed(0)
     model, (x, y), make_opt, loss_fn = make()
     model, x, y = model.to(device), x.to(device), y.to(device)
     opt = make_opt(model)
-    times = []
+    on_opencl = device.type == "opencl"
+    C = torch.opencl._C if on_opencl else None
+    times, launches = [], 0
     for i in range(warmup + steps):
+        last = i == warmup + steps - 1
         sync(device)
+        if on_opencl and last:
+            C._record_kernel_names(True)
+        before = C._launch_count() if on_opencl else 0
         start = time.perf_counter()
         opt.zero_grad()
         loss = loss_fn(model, x, y)
@@ -96,25 +106,34 @@ def step_times(make, device, steps, warmup):
         sync(device)
         if i >= warmup:
             times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
+            launches += C._launch_count() - before if on_opencl else 0
+    names = []
+    if on_opencl:
+        C._record_kernel_names(False)
+        names = C._recorded_kernel_names()
+    return statistics.median(times) * 1e3, launches / steps if on_opencl else None, names
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--kernels", action="store_true", help="list the kernels of one opencl step")
     args = parser.parse_args()
     import torch_opencl  # noqa: F401
 
     torch.opencl.set_fallback_mode("silent")
     print(f"device: {torch.opencl.get_device_name()} | torch {torch.__version__} | median of {args.steps} steps")
-    print(f"{'workload':<14}{'cpu ms':>10}{'opencl ms':>12}{'opencl/cpu':>12}  fallback ops on opencl")
+    print(f"{'workload':<14}{'cpu ms':>10}{'opencl ms':>12}{'opencl/cpu':>12}{'launches':>10}  fallback ops on opencl")
     for name, make in (("MLP", mlp), ("digits CNN", digits_cnn), ("transformer", transformer)):
-        cpu = step_times(make, torch.device("cpu"), args.steps, args.warmup)
+        cpu, _, _ = step_times(make, torch.device("cpu"), args.steps, args.warmup)
         torch.opencl.reset_fallback_stats()
-        dev = step_times(make, torch.device("opencl"), args.steps, args.warmup)
+        dev, launches, names = step_times(make, torch.device("opencl"), args.steps, args.warmup)
         served = sorted(torch.opencl.fallback_stats())
-        print(f"{name:<14}{cpu:>10.2f}{dev:>12.2f}{dev / cpu:>12.2f}  {', '.join(served) or 'none'}")
+        print(f"{name:<14}{cpu:>10.2f}{dev:>12.2f}{dev / cpu:>12.2f}{launches:>10.0f}  {', '.join(served) or 'none'}",
+              flush=True)
+        if args.kernels:
+            print("    " + ", ".join(f"{k} x{v}" for k, v in sorted(collections.Counter(names).items())))
 
 
 if __name__ == "__main__":

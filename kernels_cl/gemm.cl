@@ -1,4 +1,5 @@
-// Small and medium GEMMs for CPU OpenCL drivers (PoCL): C = alpha * A @ B + beta * C over a batch.
+// Small and medium GEMMs for CPU OpenCL drivers (PoCL): C = alpha * A @ B + beta * S over a batch, S an
+// addend of C's shape at its own strides (0 where it is broadcast: addmm's bias), or C itself.
 // The host (aten/native/gemm_small.cpp) prepends the prelude and:
 //   T       float or double
 //   VW      the vector width (elements per native register: 16 floats on AVX-512, 8 on AVX2)
@@ -7,7 +8,8 @@
 // (broadcast) times TNV vectors of B's row k. Explicit vectors rather than PoCL's work-item
 // vectoriser: the k loop is uniform, and with the accumulators in registers it runs as a CPU
 // GEMM micro-kernel. A and C may have any strides; B is loaded as vectors where its columns are
-// adjacent (sbn == 1), element by element otherwise and in the last partial tile of columns.
+// adjacent (sbn == 1), element by element otherwise and in the last partial tile of columns. S is read
+// only when beta != 0 (beta == 0 ignores it, NaN included, as BLAS does), so addmm is one launch.
 // Sizes and strides are arguments: one program per dtype serves every shape.
 // Work-items are numbered row tile fastest (consecutive ones share B's columns), then column tile,
 // then batch entry (1-D launch).
@@ -22,36 +24,35 @@
 #define VSTORE_W(w) VSTORE_(w)
 #define VSTORE VSTORE_W(VW)
 
-// B's row k, columns col .. col + VW - 1 (clamped to N - 1: the extra lanes are never stored).
-inline VT load_b_row(__global const T* brow, int col, int N, long sbn, int full) {
-  if (full && sbn == 1) return VLOAD(0, brow + col);
+// A row's columns col .. col + VW - 1 (clamped to N - 1: the extra lanes are never stored), B's or S's.
+inline VT load_row(__global const T* row, int col, int N, long sn, int full) {
+  if (full && sn == 1) return VLOAD(0, row + col);
   T v[VW];
 #pragma unroll
-  for (int j = 0; j < VW; ++j) v[j] = brow[(long)min(col + j, N - 1) * sbn];
+  for (int j = 0; j < VW; ++j) v[j] = row[(long)min(col + j, N - 1) * sn];
   return VLOAD(0, v);
 }
 
-inline void store_c_row(__global T* crow, int col, int N, long scn, VT acc, T alpha, T beta) {
-  if (col + VW <= N && scn == 1) {
-    VT r = alpha * acc;
-    if (beta != (T)0) r += beta * VLOAD(0, crow + col);
+// C's row = alpha * acc + beta * S's row; srow may be crow (the same elements) or a broadcast row (ssn 0).
+inline void store_c_row(__global T* crow, __global const T* srow, int col, int N, long scn, long ssn, VT acc,
+                        T alpha, T beta) {
+  const int full = col + VW <= N;
+  VT r = alpha * acc;
+  if (beta != (T)0) r += beta * load_row(srow, col, N, ssn, full);
+  if (full && scn == 1) {
     VSTORE(r, 0, crow + col);
     return;
   }
   T v[VW];
-  VSTORE(acc, 0, v);
-  for (int j = 0; j < VW && col + j < N; ++j) {
-    __global T* p = crow + (long)(col + j) * scn;
-    // beta == 0 ignores C's old value (NaN included), as BLAS does.
-    *p = beta != (T)0 ? alpha * v[j] + beta * *p : alpha * v[j];
-  }
+  VSTORE(r, 0, v);
+  for (int j = 0; j < VW && col + j < N; ++j) crow[(long)(col + j) * scn] = v[j];
 }
 
 #define GEMM_KERNEL(NAME, TNV)                                                                              \
   __kernel void NAME(__global const T* a, ulong a_off, __global const T* b, ulong b_off, __global T* c,     \
-                     ulong c_off, int M, int N, int K, long sam, long sak, long sbk, long sbn, long scm,      \
-                     long scn, long sab, long sbb, long scb, int tiles_m, int tiles_n, int batch, T alpha,   \
-                     T beta, int packed) {                                                                  \
+                     ulong c_off, __global const T* s, ulong s_off, int M, int N, int K, long sam, long sak,  \
+                     long sbk, long sbn, long scm, long scn, long ssm, long ssn, long sab, long sbb, long scb, \
+                     long ssb, int tiles_m, int tiles_n, int batch, T alpha, T beta, int packed) {            \
     const uint gid = get_global_id(0);                                                                     \
     if (gid >= (uint)tiles_n * (uint)tiles_m * (uint)batch) return;                                        \
     const uint tm = gid % (uint)tiles_m, rest = gid / (uint)tiles_m;                                       \
@@ -60,6 +61,7 @@ inline void store_c_row(__global T* crow, int col, int N, long scn, VT acc, T al
     __global const T* A = a + a_off + bi * sab;                                                            \
     __global const T* B = b + b_off + bi * sbb;                                                            \
     __global T* C = c + c_off + bi * scb;                                                                  \
+    __global const T* S = s + s_off + bi * ssb;                                                            \
     __global const T* arow[TM];                                                                            \
     _Pragma("unroll") for (int r = 0; r < TM; ++r) arow[r] = A + (long)min(row0 + r, M - 1) * sam;         \
     VT acc[TM][TNV];                                                                                       \
@@ -83,7 +85,7 @@ inline void store_c_row(__global T* crow, int col, int N, long scn, VT acc, T al
       for (int k = 0; k < K; ++k) {                                                                        \
         __global const T* bk = B + k * sbk;                                                                \
         VT bv[TNV];                                                                                        \
-        _Pragma("unroll") for (int v = 0; v < TNV; ++v) bv[v] = load_b_row(bk, col0 + v * VW, N, sbn, full); \
+        _Pragma("unroll") for (int v = 0; v < TNV; ++v) bv[v] = load_row(bk, col0 + v * VW, N, sbn, full);   \
         _Pragma("unroll") for (int r = 0; r < TM; ++r) {                                                   \
           const VT av = (VT)(arow[r][k * sak]);                                                            \
           _Pragma("unroll") for (int v = 0; v < TNV; ++v) acc[r][v] = fma(av, bv[v], acc[r][v]);           \
@@ -93,8 +95,9 @@ inline void store_c_row(__global T* crow, int col, int N, long scn, VT acc, T al
     _Pragma("unroll") for (int r = 0; r < TM; ++r) {                                                       \
       if (row0 + r >= M) break;                                                                            \
       __global T* crow = C + (long)(row0 + r) * scm;                                                       \
+      __global const T* srow = S + (long)(row0 + r) * ssm;                                                 \
       _Pragma("unroll") for (int v = 0; v < TNV; ++v) {                                                    \
-        if (col0 + v * VW < N) store_c_row(crow, col0 + v * VW, N, scn, acc[r][v], alpha, beta);           \
+        if (col0 + v * VW < N) store_c_row(crow, srow, col0 + v * VW, N, scn, ssn, acc[r][v], alpha, beta); \
       }                                                                                                    \
     }                                                                                                      \
   }

@@ -1,4 +1,4 @@
-// GEMM shaped for GPUs: C[z] = alpha * A[z] @ B[z] + beta * C[z] over a batch (grid dimension 2),
+// GEMM shaped for GPUs: C[z] = alpha * A[z] @ B[z] + beta * S[z] over a batch (grid dimension 2),
 // a BM x BN tile of C per work-group of 16 x 16 work-items, the K loop staged through local memory
 // BK at a time, the next stage's loads issued (into registers) before the current stage's math.
 // The host (aten/native/gemm_tiled.cpp) prepends the prelude and:
@@ -8,6 +8,9 @@
 //   BK          the K depth of one stage
 // Operands have any strides (sizes and strides are arguments, one program per configuration):
 //   A(i, k) = a[i * a_si + k * a_sk], B(k, j) = b[k * b_sk + j * b_sj], C(i, j) = c[i * c_si + j * c_sj]
+// S is C itself or an addend of C's shape at its own strides (0 where broadcast: addmm's bias), read
+// only when beta != 0 (beta == 0 ignores it, NaN included), so addmm is one launch. C and S may be one
+// buffer (addmm_), hence neither is restrict.
 // Global loads are coalesced along whichever dimension of an operand is contiguous (a uniform branch),
 // a VEC4 at a time where the host found both operands' contiguous rows 4-element aligned (vec4: the
 // contiguous sizes, the other strides, the offsets and the batch strides all multiples of 4).
@@ -16,7 +19,7 @@
 //
 // Split K: grid dimension 2 counts batch * splits; work-group z takes K range [(z % splits) * k_chunk,
 // +k_chunk) of matrix z / splits and writes its partial product (alpha applied, beta ignored) as matrix
-// z of C; sum_splits then adds the partials into the real C with beta.
+// z of C; sum_splits then adds the partials and beta * S into the real C: the addend counted once.
 
 #define WGX 16
 #define WGY 16
@@ -34,9 +37,9 @@
 
 __kernel __attribute__((reqd_work_group_size(WGX, WGY, 1)))
 void gemm_tiled(__global const T* restrict a, ulong a_off, __global const T* restrict b, ulong b_off,
-                __global T* restrict c, ulong c_off, int M, int N, int K, long a_si, long a_sk, long b_sk,
-                long b_sj, long c_si, long c_sj, long a_bs, long b_bs, long c_bs, int splits, int k_chunk,
-                ACC alpha, ACC beta, ulong z_base, int vec4) {
+                __global T* c, ulong c_off, __global const T* s, ulong s_off, int M, int N, int K, long a_si,
+                long a_sk, long b_sk, long b_sj, long c_si, long c_sj, long s_si, long s_sj, long a_bs, long b_bs,
+                long c_bs, long s_bs, int splits, int k_chunk, ACC alpha, ACC beta, ulong z_base, int vec4) {
   __local T As[BK][BM + PAD];
   __local T Bs[BK][BN + PAD];
   const int lx = get_local_id(0), ly = get_local_id(1);
@@ -49,6 +52,7 @@ void gemm_tiled(__global const T* restrict a, ulong a_off, __global const T* res
   a += a_off + batch * a_bs + (long)k_begin * a_sk;
   b += b_off + batch * b_bs + (long)k_begin * b_sk;
   c += c_off + z * c_bs;
+  s += s_off + batch * s_bs;  // unused by split K's partial products
   const int kk_len = k_end - k_begin;
   // Which dimension each work-item walks when loading: along the contiguous one of each operand.
   const bool a_k_inner = a_sk == 1;
@@ -168,7 +172,7 @@ void gemm_tiled(__global const T* restrict a, ulong a_off, __global const T* res
 #undef LOAD_STAGE
 #undef LOAD_STAGE_VEC
 
-  // C = alpha * acc + beta * C; beta == 0 never reads C (its old values may be NaN).
+  // C = alpha * acc + beta * S; beta == 0 never reads S (its values may be NaN).
   const bool partial = splits > 1;
 #pragma unroll
   for (int i = 0; i < TM; ++i) {
@@ -180,15 +184,16 @@ void gemm_tiled(__global const T* restrict a, ulong a_off, __global const T* res
       if (gj >= N) continue;
       __global T* p = c + gi * c_si + gj * c_sj;
       ACC r = alpha * acc[i][j];
-      if (!partial && beta != (ACC)0) r = fma(beta, (ACC)*p, r);
+      if (!partial && beta != (ACC)0) r = fma(beta, (ACC)s[gi * s_si + gj * s_sj], r);
       *p = (T)r;
     }
   }
 }
 
-// C[b](i, j) = sum over s of W[b * splits + s](i, j) (row-major M x N, contiguous) + beta * C[b](i, j).
-__kernel void sum_splits(__global const T* restrict w, ulong w_off, __global T* restrict c, ulong c_off, int M,
-                         int N, int splits, long c_si, long c_sj, long c_bs, ACC beta, ulong total) {
+// C[b](i, j) = sum over p of W[b * splits + p](i, j) (row-major M x N, contiguous) + beta * S[b](i, j).
+__kernel void sum_splits(__global const T* restrict w, ulong w_off, __global T* c, ulong c_off, __global const T* s,
+                         ulong s_off, int M, int N, int splits, long c_si, long c_sj, long c_bs, long s_si,
+                         long s_sj, long s_bs, ACC beta, ulong total) {
   const ulong g = get_global_id(0);
   if (g >= total) return;
   w += w_off;
@@ -196,8 +201,7 @@ __kernel void sum_splits(__global const T* restrict w, ulong w_off, __global T* 
   const ulong bt = g / mn;
   const int i = (int)((g % mn) / N), j = (int)(g % N);
   ACC r = (ACC)0;
-  for (int s = 0; s < splits; ++s) r += w[(bt * splits + s) * mn + (ulong)i * N + j];
-  __global T* p = c + c_off + bt * c_bs + i * c_si + j * c_sj;
-  if (beta != (ACC)0) r = fma(beta, (ACC)*p, r);
-  *p = (T)r;
+  for (int p = 0; p < splits; ++p) r += w[(bt * splits + p) * mn + (ulong)i * N + j];
+  if (beta != (ACC)0) r = fma(beta, (ACC)s[s_off + bt * s_bs + i * s_si + j * s_sj], r);
+  c[c_off + bt * c_bs + i * c_si + j * c_sj] = (T)r;
 }

@@ -16,7 +16,7 @@ import torch
 
 import torch_opencl  # noqa: F401
 
-from _device_helpers import native_only
+from _device_helpers import launched_kernels, native_only
 
 DEV = "opencl"
 HAS_FP64 = torch.opencl.get_device_properties(0).fp64
@@ -102,6 +102,141 @@ def test_addmm(dtype, beta, alpha):
         out = torch.empty(6, 4, dtype=dtype, device=DEV)
         torch.addmm(c.to(DEV), a.to(DEV), b.to(DEV), beta=beta, alpha=alpha, out=out)
         close(out, expected, dtype)
+
+
+# addmm's self in each form it takes: our GEMM kernels read it in place as the addend (strides 0 where it is
+# broadcast), CLBlast gets it copied into the result. (m, n, k) leave partial tiles in both kernel classes.
+ADD_M, ADD_N, ADD_K = 19, 37, 23
+SELF_FORMS = {
+    "bias": lambda t: t[0].contiguous().to(DEV),  # 1-D, broadcast over rows
+    "column": lambda t: t[:, :1].contiguous().to(DEV),  # (m, 1)
+    "row": lambda t: t[:1].contiguous().to(DEV),  # (1, n)
+    "scalar": lambda t: t[0, 0].clone().to(DEV),  # 0-d
+    "full": contiguous,
+    "transposed": transposed,
+    "strided": strided,
+    "expanded_row": lambda t: t[:1].to(DEV).expand(ADD_M, ADD_N),  # (m, n) with row stride 0
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("form", list(SELF_FORMS))
+@pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, -2.0), (0, 1.5)])
+def test_addmm_self_forms(dtype, form, beta, alpha):
+    a, b = rnd(ADD_M, ADD_K, dtype=dtype), rnd(ADD_K, ADD_N, dtype=dtype, seed=1)
+    full = rnd(ADD_M, ADD_N, dtype=dtype, seed=2)
+    if beta == 0:
+        full = torch.full_like(full, float("nan"))  # ignored when beta == 0, NaN included, as on CPU
+        full[0, 0] = float("inf")
+    self_dev = SELF_FORMS[form](full)
+    self_cpu = self_dev.cpu()
+    expected = torch.addmm(self_cpu, a, b, beta=beta, alpha=alpha)
+    with native_only():
+        close(torch.addmm(self_dev, a.to(DEV), transposed(b), beta=beta, alpha=alpha), expected, dtype)
+        out = torch.full((ADD_N, ADD_M), float("nan"), dtype=dtype, device=DEV).t()  # a column-major out=
+        torch.addmm(self_dev, a.to(DEV), b.to(DEV), beta=beta, alpha=alpha, out=out)
+        close(out, expected, dtype)
+    torch.testing.assert_close(self_dev.cpu(), self_cpu, rtol=0, atol=0, equal_nan=True)  # self untouched
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("form", [contiguous, transposed, strided])
+def test_addmm_in_place_and_out_is_self(dtype, form):
+    a, b, c = rnd(ADD_M, ADD_K, dtype=dtype), rnd(ADD_K, ADD_N, dtype=dtype, seed=1), rnd(ADD_M, ADD_N, dtype=dtype,
+                                                                                          seed=2)
+    expected = torch.addmm(c, a, b, beta=0.5, alpha=-2.0)
+    with native_only():
+        inplace = form(c)
+        assert inplace.addmm_(a.to(DEV), b.to(DEV), beta=0.5, alpha=-2.0) is inplace
+        close(inplace, expected, dtype)
+        same = form(c)
+        assert torch.addmm(same, a.to(DEV), b.to(DEV), beta=0.5, alpha=-2.0, out=same) is same
+        close(same, expected, dtype)
+        # self a column of out= itself (partly the same memory): the result as CPU computes it
+        big, big_dev = c.clone(), form(c)
+        torch.addmm(big[:, :1], a, b, beta=0.5, alpha=-2.0, out=big)
+        torch.addmm(big_dev[:, :1], a.to(DEV), b.to(DEV), beta=0.5, alpha=-2.0, out=big_dev)
+        close(big_dev, big, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_baddbmm_self_forms(dtype):
+    batch, m, n, k = 3, 11, 21, 9
+    a, b = rnd(batch, m, k, dtype=dtype), rnd(batch, k, n, dtype=dtype, seed=1)
+    full = rnd(batch, m, n, dtype=dtype, seed=2)
+    selves = [full[0], full[:1], full[0, 0], full[0, :, :1], full, full.transpose(1, 2).contiguous().transpose(1, 2),
+              torch.tensor(2.5, dtype=dtype)]
+    with native_only():
+        for self_cpu in selves:
+            for beta, alpha in [(1, 1), (0.5, -2.0)]:
+                close(torch.baddbmm(self_cpu.to(DEV), a.to(DEV), b.to(DEV), beta=beta, alpha=alpha),
+                      torch.baddbmm(self_cpu, a, b, beta=beta, alpha=alpha), dtype)
+        nan_self = torch.full((m, n), float("nan"), dtype=dtype)
+        close(torch.baddbmm(nan_self.to(DEV), a.to(DEV), b.to(DEV), beta=0), torch.bmm(a, b), dtype)
+        inplace = full.to(DEV)
+        inplace.baddbmm_(a.to(DEV), b.to(DEV), beta=0.5)
+        close(inplace, torch.baddbmm(full, a, b, beta=0.5), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_addmv_self_forms(dtype):
+    # On the CPU kernel class addmv with its own self is one GEMM launch reading self in place; CLBlast's
+    # Gemv (the GPU class) gets self copied into the result.
+    m, k = 37, 23
+    a, x = rnd(m, k, dtype=dtype), rnd(k, dtype=dtype, seed=1)
+    full = rnd(m, dtype=dtype, seed=2)
+    wide = torch.zeros(2 * m, dtype=dtype)
+    wide[::2] = full
+    selves = [(full.to(DEV), full), (full[:1].to(DEV), full[:1]), (full[0].to(DEV), full[0]),
+              (wide.to(DEV)[::2], full)]
+    with native_only():
+        for self_dev, self_cpu in selves:
+            for beta, alpha in [(1, 1), (0.5, -2.0)]:
+                expected = torch.addmv(self_cpu, a, x, beta=beta, alpha=alpha)
+                close(torch.addmv(self_dev, a.to(DEV), x.to(DEV), beta=beta, alpha=alpha), expected, dtype)
+                close(torch.addmv(self_dev, transposed(a), x.to(DEV), beta=beta, alpha=alpha), expected, dtype)
+                out = torch.full((2 * m,), float("nan"), dtype=dtype, device=DEV)[::2]
+                torch.addmv(self_dev, a.to(DEV), x.to(DEV), beta=beta, alpha=alpha, out=out)
+                close(out, expected, dtype)
+        nan_self = torch.full((m,), float("nan"), dtype=dtype)
+        close(torch.addmv(nan_self.to(DEV), a.to(DEV), x.to(DEV), beta=0, alpha=1.5), 1.5 * (a @ x), dtype)
+        inplace = full.to(DEV)
+        inplace.addmv_(a.to(DEV), x.to(DEV), beta=0.5, alpha=-2.0)
+        close(inplace, torch.addmv(full, a, x, beta=0.5, alpha=-2.0), dtype)
+        same = full.to(DEV)
+        torch.addmv(same, a.to(DEV), x.to(DEV), beta=0.5, out=same)
+        close(same, torch.addmv(full, a, x, beta=0.5), dtype)
+        close(torch.addmv(full.to(DEV), torch.empty(m, 0, dtype=dtype, device=DEV),
+                          torch.empty(0, dtype=dtype, device=DEV), beta=2), 2 * full, dtype)
+
+
+def test_a_bias_costs_no_launch_of_its_own():
+    # The bias is the GEMM kernel's addend, not a copy into the result first (no copy_strided launch).
+    from torch_opencl import _C
+    a, b, bias = rnd(64, 48).to(DEV), rnd(48, 40, seed=1).to(DEV), rnd(40, seed=2).to(DEV)
+
+    def kernels(fn):
+        torch.opencl.synchronize()
+        with launched_kernels() as names:
+            result = fn()
+            torch.opencl.synchronize()
+        return result, names
+
+    with native_only():
+        torch.addmm(bias, a, b)  # compiles first
+        product, mm_kernels = kernels(lambda: torch.mm(a, b))
+        result, addmm_kernels = kernels(lambda: torch.addmm(bias, a, b))
+        linear, linear_kernels = kernels(lambda: torch.nn.functional.linear(a, b.t(), bias))
+        bias_m = rnd(64, seed=3).to(DEV)
+        mv, addmv_kernels = kernels(lambda: torch.addmv(bias_m, a, b[:, 0]))
+    close(result, torch.addmm(bias.cpu(), a.cpu(), b.cpu()))
+    close(mv, torch.addmv(bias_m.cpu(), a.cpu(), b[:, 0].cpu()))
+    close(linear, result.cpu())
+    assert mm_kernels and any("gemm" in name for name in mm_kernels), mm_kernels  # our kernel, not CLBlast
+    assert addmm_kernels == mm_kernels, (addmm_kernels, mm_kernels)
+    assert "copy_strided" not in linear_kernels and len(linear_kernels) == len(mm_kernels), linear_kernels
+    if _C._device_properties(0)["kernel_class"] == "cpu":  # our GEMM (else CLBlast's Gemv, not counted)
+        assert len(addmv_kernels) == 1 and "gemm" in addmv_kernels[0], addmv_kernels
 
 
 def test_zero_sizes():
@@ -201,6 +336,12 @@ def test_clblast_path(dtype, clblast_only):
               torch.addmm(c[0], a[0], b[0], beta=0.5, alpha=2), dtype)
         close(torch.baddbmm(c.to(DEV), a.to(DEV), b.to(DEV), beta=0.5, alpha=2),
               torch.baddbmm(c, a, b, beta=0.5, alpha=2), dtype)
+        # a broadcast self is copied into the result for CLBlast, which reads C only
+        close(torch.addmm(c[0, 0].to(DEV), a[0].to(DEV), b[0].to(DEV), beta=0.5, alpha=2),
+              torch.addmm(c[0, 0], a[0], b[0], beta=0.5, alpha=2), dtype)
+        close(torch.baddbmm(c[0].to(DEV), a.to(DEV), b.to(DEV), beta=0.5), torch.baddbmm(c[0], a, b, beta=0.5), dtype)
+        nan_self = torch.full((4,), float("nan"), dtype=dtype)
+        close(torch.addmm(nan_self.to(DEV), a[0].to(DEV), b[0].to(DEV), beta=0), a[0] @ b[0], dtype)
 
 
 def test_large_gemm_uses_tuned_kernel(clblast_only):

@@ -97,6 +97,33 @@ def test_addmm_alpha_beta_and_nan_in_an_ignored_c(plan):
 
 
 @pytest.mark.parametrize("plan", PLANS, indirect=True)
+def test_addmm_self_read_in_place_with_and_without_split_k(plan):
+    # self is the kernel's addend at its own strides (0 where broadcast); with split K, sum_splits adds
+    # beta * self once to the partial products (k = 90: three and two splits in the PLANS that split).
+    g = torch.Generator().manual_seed(5)
+    m, n, k = 70, 33, 90
+    a, b = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
+    full = torch.randn(m, n, generator=g)
+    selves = [full[0], full[:, :1], full[:1], full[0, 0], full, full.t().contiguous().t()]
+    with native_only():
+        for self_cpu in selves:
+            for beta, alpha in [(1, 1), (0.5, -2.0)]:
+                close(torch.addmm(self_cpu.to(DEV), a.to(DEV), b.to(DEV), beta=beta, alpha=alpha),
+                      torch.addmm(self_cpu, a, b, beta=beta, alpha=alpha), torch.float32)
+        nan_bias = torch.full((n,), float("nan"))
+        close(torch.addmm(nan_bias.to(DEV), a.to(DEV), b.to(DEV), beta=0, alpha=1.5), 1.5 * (a @ b), torch.float32)
+        inplace = full.to(DEV)
+        inplace.addmm_(a.to(DEV), b.to(DEV), beta=0.5, alpha=-2.0)
+        close(inplace, torch.addmm(full, a, b, beta=0.5, alpha=-2.0), torch.float32)
+        # baddbmm with a self broadcast over the batch, float64 included
+        for dtype in (torch.float32, torch.float64):
+            ba, bb = torch.randn(3, m, k, generator=g, dtype=dtype), torch.randn(3, k, n, generator=g, dtype=dtype)
+            bias = torch.randn(m, n, generator=g, dtype=dtype)
+            close(torch.baddbmm(bias.to(DEV), ba.to(DEV), bb.to(DEV), beta=0.5, alpha=2.0),
+                  torch.baddbmm(bias, ba, bb, beta=0.5, alpha=2.0), dtype)
+
+
+@pytest.mark.parametrize("plan", PLANS, indirect=True)
 def test_bmm_baddbmm_and_expanded_batches(plan):
     g = torch.Generator().manual_seed(2)
     a, b = torch.randn(5, 70, 40, generator=g), torch.randn(5, 40, 90, generator=g)

@@ -173,7 +173,7 @@ PATH_CASES = {
     "group_rows": ((3, 5000), 1),
     "group_runs": ((50, 66, 3), (0, 2)),
     "serial_rows": ((600, 37), 1),
-    "outer_chunks": ((1000, 70), 0),
+    "outer_chunks": ((30_000, 70), 0),  # chunks from 2**21 elements (below, one pass)
     "outer_one_chunk": ((70, 600), 0),
     "outer_3d": ((40, 9, 130), (0, 1)),
     "group_strided": ((400, 5), 0),

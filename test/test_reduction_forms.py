@@ -143,6 +143,14 @@ def test_reduction_kernels_follow_the_kernel_class():
         seen = kernels_run(lambda: (rows.sum(-1), cols.sum(0), big.sum()))
         assert not {"reduce_rows", "reduce_cols"} & seen, seen
         assert {"reduce_outer", "reduce_group"} <= seen, seen
+        # A linear layer's bias gradient (a sum over a batch of 128) is one pass; large sums split.
+        grad, tall = torch.randn(128, 256, device=DEV), torch.randn(32768, 64, device=DEV)
+        torch.opencl.synchronize()
+        with launched_kernels() as names:
+            grad.sum(0)
+            torch.opencl.synchronize()
+        assert names == ["reduce_outer"], names
+        assert "reduce_outer_partials" in kernels_run(lambda: tall.sum(0))
 
 
 # ---- scans ----

@@ -174,17 +174,25 @@ void run_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, dou
 }
 
 void gemm_any(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta,
-              const char* op) {
+              const at::Tensor& addend, const char* op) {
   check_operands(op, {&a, &b, &c});
+  if (addend.defined()) check_operands(op, {&c, &addend});
   const int64_t d = c.dim();
   const int64_t batch = d == 3 ? c.size(0) : 1;
   const int64_t m = c.size(d - 2), n = c.size(d - 1), k = a.size(d - 1);
   TORCH_CHECK(a.size(d - 2) == m && b.size(d - 2) == k && b.size(d - 1) == n && (d == 2 || (a.size(0) == batch &&
               b.size(0) == batch)), op, ": shapes ", a.sizes(), " @ ", b.sizes(), " -> ", c.sizes(), " do not match");
   if (batch == 0 || m == 0 || n == 0) return;
-  if (k == 0) return scale(c, beta);
+  // What beta scales: c itself, or the addend broadcast to c's shape (strides 0), which our kernels read
+  // in place and CLBlast's Gemm needs copied into c first.
+  const at::Tensor s = addend.defined() && beta != 0 && !addend.is_same(c) ? addend.expand(c.sizes()) : c;
+  const auto addend_into_c = [&] {
+    if (!s.is_same(c)) c.copy_(s);
+  };
+  if (k == 0) return addend_into_c(), scale(c, beta);
   tocl::ensure_gemm_tuning(device_index(c));  // before any GEMM, so the tuning source reads alike either way
-  if (small_gemm(a, b, c, alpha, beta) || tiled_gemm(a, b, c, alpha, beta)) return;
+  if (small_gemm(a, b, c, alpha, beta, s) || tiled_gemm(a, b, c, alpha, beta, s)) return;
+  addend_into_c();
   if (c.scalar_type() == at::kFloat) run_gemm<float>(a, b, c, alpha, beta, batch);
   else run_gemm<double>(a, b, c, alpha, beta, batch);
 }
@@ -201,22 +209,34 @@ at::Tensor vector_of(const at::Tensor& v, size_t* inc) {
 
 bool blas_supports(c10::ScalarType type) { return type == at::kFloat || type == at::kDouble; }
 
-void gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta) {
+void gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta,
+          const at::Tensor& addend) {
   TORCH_INTERNAL_ASSERT(a.dim() == 2 && b.dim() == 2 && c.dim() == 2);
-  gemm_any(a, b, c, alpha, beta, "mm");
+  gemm_any(a, b, c, alpha, beta, addend, "mm");
 }
 
-void gemm_batched(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta) {
+void gemm_batched(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta,
+                  const at::Tensor& addend) {
   TORCH_INTERNAL_ASSERT(a.dim() == 3 && b.dim() == 3 && c.dim() == 3);
-  gemm_any(a, b, c, alpha, beta, "bmm");
+  gemm_any(a, b, c, alpha, beta, addend, "bmm");
 }
 
-void gemv(const at::Tensor& a, const at::Tensor& x, const at::Tensor& y, double alpha, double beta) {
+void gemv(const at::Tensor& a, const at::Tensor& x, const at::Tensor& y, double alpha, double beta,
+          const at::Tensor& addend) {
   check_operands("mv", {&a, &x, &y});
+  if (addend.defined()) check_operands("mv", {&y, &addend});
   const int64_t m = a.size(0), n = a.size(1);
   TORCH_CHECK(x.dim() == 1 && y.dim() == 1 && x.size(0) == n && y.size(0) == m, "mv: shapes ", a.sizes(), " @ ",
               x.sizes(), " -> ", y.sizes(), " do not match");
   if (m == 0) return;
+  if (addend.defined() && beta != 0 && !addend.is_same(y)) {
+    // addmv's self: our CPU-form GEMM as an (m, n) @ (n, 1) product reads it in place (one launch; as fast
+    // as CLBlast's Gemv or faster on PoCL, bench/bench_addmm_bias.py); otherwise it is copied into y.
+    const at::Tensor y_col = y.unsqueeze(1);
+    const at::Tensor s = (addend.dim() == 1 ? addend.unsqueeze(1) : addend).expand(y_col.sizes());
+    if (n > 0 && small_gemm(a, x.unsqueeze(1), y_col, alpha, beta, s)) return;
+    y.copy_(addend.expand(y.sizes()));
+  }
   if (n == 0) return scale(y, beta);
   const int device = device_index(y);
   tocl::ensure_gemm_tuning(device);

@@ -12,13 +12,19 @@ bool blas_supports(c10::ScalarType type);
 
 // c = alpha * a @ b + beta * c for a (m, k), b (k, n), c (m, n). With beta == 0, c's old
 // values (NaN included) are ignored; with k == 0, c = beta * c.
-void gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta);
+// With an addend (broadcastable to c, not overlapping it unless it is c): c = alpha * a @ b + beta *
+// addend, one launch where our GEMM kernels serve (addmm's bias read in place); beta == 0 ignores it.
+void gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta,
+          const at::Tensor& addend = {});
 
 // The same for every batch: a (B, m, k), b (B, k, n), c (B, m, n); any batch stride (0 for expanded).
-void gemm_batched(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta);
+void gemm_batched(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta,
+                  const at::Tensor& addend = {});
 
-// y = alpha * a @ x + beta * y for a (m, n), x (n), y (m).
-void gemv(const at::Tensor& a, const at::Tensor& x, const at::Tensor& y, double alpha, double beta);
+// y = alpha * a @ x + beta * y for a (m, n), x (n), y (m); with an addend (broadcastable to y, not
+// overlapping it unless it is y), y = alpha * a @ x + beta * addend.
+void gemv(const at::Tensor& a, const at::Tensor& x, const at::Tensor& y, double alpha, double beta,
+          const at::Tensor& addend = {});
 
 // out (0-d) = x . y for two 1-D tensors of one length.
 void dot(const at::Tensor& x, const at::Tensor& y, const at::Tensor& out);

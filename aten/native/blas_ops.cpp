@@ -2,6 +2,7 @@
 // meta functions check shapes and dtypes as on CPU. Dtypes CLBlast does not
 // compute (integers, half, bfloat16) run on the CPU, counted as fallbacks.
 #include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/MetaFunctions.h>
 #include <torch/library.h>
 
@@ -69,6 +70,15 @@ void check_device(const char* op, const at::Tensor& out, std::initializer_list<c
                 out.device(), " and ", t->device());
 }
 
+// What the GEMM adds (times beta): self, read in place (broadcast by strides 0), unless it shares memory
+// with result other than as result itself; then self goes into result first and result is the addend.
+at::Tensor addend_of(const at::Tensor& self, const at::Tensor& result, double beta) {
+  if (beta == 0 || result.is_same(self) || at::get_overlap_status(result, self) == at::MemOverlapStatus::No)
+    return self;
+  result.copy_(self.expand(result.sizes()));
+  return result;
+}
+
 // result = beta * self + alpha * (m1 @ m2), self broadcast to result.
 void addmm_impl(const at::Tensor& self, const at::Tensor& m1, const at::Tensor& m2, const c10::Scalar& beta,
                 const c10::Scalar& alpha, const at::Tensor& result, bool batched, const char* name) {
@@ -80,9 +90,9 @@ void addmm_impl(const at::Tensor& self, const at::Tensor& m1, const at::Tensor& 
     });
   }
   const double b = beta.toDouble();
-  if (b != 0 && !result.is_same(self)) result.copy_(self.expand(result.sizes()));
-  if (batched) gemm_batched(m1, m2, result, alpha.toDouble(), b);
-  else gemm(m1, m2, result, alpha.toDouble(), b);
+  const at::Tensor addend = addend_of(self, result, b);
+  if (batched) gemm_batched(m1, m2, result, alpha.toDouble(), b, addend);
+  else gemm(m1, m2, result, alpha.toDouble(), b, addend);
 }
 
 #define STRUCTURED_FORMS(NAME, META, PARAMS, ARGS, BODY)                  \
@@ -132,8 +142,8 @@ void addmv_impl(const at::Tensor& self, const at::Tensor& mat, const at::Tensor&
   if (!blas_supports(result.scalar_type()))
     return on_cpu("aten::addmv", result, [&] { return at::addmv(cpu(self), cpu(mat), cpu(vec), beta, alpha); });
   const double b = beta.toDouble();
-  if (b != 0 && !result.is_same(self)) result.copy_(self.expand(result.sizes()));
-  gemv(mat, vec, result, alpha.toDouble(), b);
+  const at::Tensor addend = addend_of(self, result, b);
+  gemv(mat, vec, result, alpha.toDouble(), b, addend);
 }
 
 STRUCTURED_FORMS(addmv, structured_addmv, ADD_PARAMS(mat, vec), ADD_ARGS(mat, vec),

@@ -71,7 +71,8 @@ bool serves(int device) { return tocl::kernel_forms(device).cpu_register_gemm; }
 int64_t small_gemm_limit() { return limit_value().load(); }
 void set_small_gemm_limit(int64_t limit) { limit_value().store(limit); }
 
-bool small_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta) {
+bool small_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta,
+                const at::Tensor& s) {
   const int64_t d = c.dim();
   const int64_t batch = d == 3 ? c.size(0) : 1;
   const int64_t m = c.size(d - 2), n = c.size(d - 1), k = a.size(d - 1);
@@ -91,7 +92,7 @@ bool small_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, d
   const auto stride = [&](const at::Tensor& t, int64_t dim) -> cl_long {
     return t.size(dim) == 1 ? 0 : static_cast<cl_long>(t.stride(dim));
   };
-  const cl_long sab = d == 3 ? stride(a, 0) : 0, scb = d == 3 ? stride(c, 0) : 0;
+  const cl_long sab = d == 3 ? stride(a, 0) : 0, scb = d == 3 ? stride(c, 0) : 0, ssb = d == 3 ? stride(s, 0) : 0;
   cl_long sbk = stride(b, d - 2), sbn = stride(b, d - 1), sbb = d == 3 ? stride(b, 0) : 0;
   const cl_program program = program_for(device, c.scalar_type(), cfg);
   const bool dbl = c.scalar_type() == at::kDouble;
@@ -133,10 +134,11 @@ bool small_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, d
   const float alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);
   const tocl::RawArg al{dbl ? sizeof(double) : sizeof(float), dbl ? static_cast<const void*>(&alpha) : &alpha_f};
   const tocl::RawArg be{dbl ? sizeof(double) : sizeof(float), dbl ? static_cast<const void*>(&beta) : &beta_f};
-  tocl::set_args(kernel, buffer_arg(a), b_arg, buffer_arg(c), static_cast<cl_int>(m), static_cast<cl_int>(n),
-                 static_cast<cl_int>(k), stride(a, d - 2), stride(a, d - 1), sbk, sbn, stride(c, d - 2),
-                 stride(c, d - 1), sab, sbb, scb, static_cast<cl_int>(tiles_m), static_cast<cl_int>(tiles_n),
-                 static_cast<cl_int>(batch), al, be, static_cast<cl_int>(pack));
+  tocl::set_args(kernel, buffer_arg(a), b_arg, buffer_arg(c), buffer_arg(s), static_cast<cl_int>(m),
+                 static_cast<cl_int>(n), static_cast<cl_int>(k), stride(a, d - 2), stride(a, d - 1), sbk, sbn,
+                 stride(c, d - 2), stride(c, d - 1), stride(s, d - 2), stride(s, d - 1), sab, sbb, scb, ssb,
+                 static_cast<cl_int>(tiles_m), static_cast<cl_int>(tiles_n), static_cast<cl_int>(batch), al, be,
+                 static_cast<cl_int>(pack));
   // Work-groups of 4 tiles (measured a little faster than 1 on PoCL), single tiles when there are few to
   // spread over the cores.
   const size_t wg = total >= 64 ? 4 : 1;

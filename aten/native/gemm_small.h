@@ -8,11 +8,13 @@
 
 namespace torch_opencl {
 
-// c = alpha * a @ b + beta * c with a (.., m, k), b (.., k, n), c (.., m, n), 2-D or 3-D (batch
+// c = alpha * a @ b + beta * s with a (.., m, k), b (.., k, n), c and s (.., m, n), 2-D or 3-D (batch
 // first, any batch strides including 0), when the kernel serves this device and size; false
 // (nothing done) otherwise. Operands of any strides are read in place, except a B whose columns
-// are not adjacent: that one is copied contiguous first. beta == 0 ignores c's old values.
-bool small_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta);
+// are not adjacent: that one is packed first. s is c itself or an addend that does not overlap c,
+// broadcast by strides 0 (addmm's bias); beta == 0 ignores it (NaN included).
+bool small_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta,
+                const at::Tensor& s);
 
 // Products of at most this many multiply-adds per matrix (m * n * k) use the kernel; 0 disables
 // it. Default kSmallGemmLimit, or TORCH_OPENCL_SMALL_GEMM_LIMIT from the environment.

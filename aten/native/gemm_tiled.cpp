@@ -92,7 +92,8 @@ void override_tiled_gemm_plan(std::optional<TiledGemmPlan> plan) {
   g_override = plan;
 }
 
-bool tiled_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta) {
+bool tiled_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta,
+                const at::Tensor& s) {
   const int64_t d = c.dim();
   const int64_t batch = d == 3 ? c.size(0) : 1;
   const int64_t m = c.size(d - 2), n = c.size(d - 1), k = a.size(d - 1);
@@ -121,7 +122,10 @@ bool tiled_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, d
   const cl_program program = program_for(device, c.scalar_type(), plan);
   const int stream = current_stream_of(c);
 
-  // Split K writes each part's product into a workspace (batch * splits matrices of m x n), then adds them.
+  // Split K writes each part's product into a workspace (batch * splits matrices of m x n), then adds them
+  // and beta * s.
+  const tocl::BufferArg s_arg = buffer_arg(s);
+  const cl_long s_si = stride(s, d - 2), s_sj = stride(s, d - 1), s_bs = d == 3 ? stride(s, 0) : 0;
   at::Tensor partial;
   tocl::BufferArg c_arg = buffer_arg(c);
   cl_long c_si = stride(c, d - 2), c_sj = stride(c, d - 1), c_bs = d == 3 ? stride(c, 0) : 0;
@@ -148,8 +152,8 @@ bool tiled_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, d
   const int64_t z_total = batch * used_splits;
   for (int64_t z0 = 0; z0 < z_total; z0 += kMaxGridYZ) {
     const int64_t zs = std::min(kMaxGridYZ, z_total - z0);
-    tocl::set_args(kernel, a_arg, b_arg, c_arg, static_cast<cl_int>(m), static_cast<cl_int>(n),
-                   static_cast<cl_int>(k), a_si, a_sk, b_sk, b_sj, c_si, c_sj, a_bs, b_bs, c_bs,
+    tocl::set_args(kernel, a_arg, b_arg, c_arg, s_arg, static_cast<cl_int>(m), static_cast<cl_int>(n),
+                   static_cast<cl_int>(k), a_si, a_sk, b_sk, b_sj, c_si, c_sj, s_si, s_sj, a_bs, b_bs, c_bs, s_bs,
                    static_cast<cl_int>(used_splits), static_cast<cl_int>(k_chunk), al, be, static_cast<cl_ulong>(z0),
                    static_cast<cl_int>(vec4));
     const size_t global[3] = {static_cast<size_t>(tiles_m * kGroupSide), static_cast<size_t>(tiles_n * kGroupSide),
@@ -160,9 +164,9 @@ bool tiled_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, d
   if (used_splits > 1) {
     cl_kernel sum = tocl::get_kernel(program, "sum_splits");
     const int64_t total = batch * m * n;
-    tocl::set_args(sum, buffer_arg(partial), buffer_arg(c), static_cast<cl_int>(m), static_cast<cl_int>(n),
+    tocl::set_args(sum, buffer_arg(partial), buffer_arg(c), s_arg, static_cast<cl_int>(m), static_cast<cl_int>(n),
                    static_cast<cl_int>(used_splits), stride(c, d - 2), stride(c, d - 1),
-                   d == 3 ? stride(c, 0) : cl_long(0), be, static_cast<cl_ulong>(total));
+                   d == 3 ? stride(c, 0) : cl_long(0), s_si, s_sj, s_bs, be, static_cast<cl_ulong>(total));
     tocl::enqueue_1d(device, stream, sum, static_cast<size_t>(total), 256);
   }
   return true;

@@ -25,9 +25,11 @@ void override_tiled_gemm_plan(std::optional<TiledGemmPlan> plan);
 // Turns the kernel off (and on) for this process: the tuner times CLBlast on GPU-class devices with it off.
 void set_tiled_gemm_enabled(bool enabled);
 
-// c = alpha * a @ b + beta * c with a (.., m, k), b (.., k, n), c (.., m, n), 2-D or 3-D (batch first,
-// any batch strides including 0 for a and b), when the device's kernel forms choose this kernel;
-// false (nothing done) otherwise. beta == 0 ignores c's old values. k >= 1.
-bool tiled_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta);
+// c = alpha * a @ b + beta * s with a (.., m, k), b (.., k, n), c and s (.., m, n), 2-D or 3-D (batch
+// first, any batch strides including 0 for a, b and s), when the device's kernel forms choose this
+// kernel; false (nothing done) otherwise. s is c itself or an addend that does not overlap c, broadcast
+// by strides 0 (addmm's bias); beta == 0 ignores it (NaN included). k >= 1.
+bool tiled_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta,
+                const at::Tensor& s);
 
 }  // namespace torch_opencl
