@@ -189,7 +189,10 @@ void gemm_any(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, dou
   const auto addend_into_c = [&] {
     if (!s.is_same(c)) c.copy_(s);
   };
-  if (k == 0) return addend_into_c(), scale(c, beta);
+  if (k == 0) {
+    addend_into_c();
+    return scale(c, beta);
+  }
   tocl::ensure_gemm_tuning(device_index(c));  // before any GEMM, so the tuning source reads alike either way
   if (small_gemm(a, b, c, alpha, beta, s) || tiled_gemm(a, b, c, alpha, beta, s)) return;
   addend_into_c();

@@ -215,7 +215,6 @@ constexpr int64_t kOuterSplitMin = int64_t(1) << 21;
 
 // Splits R into nchunks chunks so that about `target` groups run when `groups` run per chunk,
 // keeping at least `min_chunk` elements per chunk.
-
 void split_reduced(Launch& l, int64_t R, int64_t groups, int64_t target, int64_t min_chunk) {
   l.nchunks = 1;
   if (groups < target && R >= 2 * min_chunk) {
@@ -298,10 +297,8 @@ Launch choose_launch(int device, const Plan& plan) {
     // Split over chunks (a second launch) only for large inputs: below kOuterSplitMin elements one pass
     // measured faster on PoCL (2 cores), e.g. a linear layer's bias gradient, sum(0) of 128x256: 63-75 vs
     // 134-138 us; 4096x256: 534-545 vs 888-1468 us; at 4096x4096 the two were alike.
-    if (plan.M * plan.R >= kOuterSplitMin)
-      split_reduced(l, plan.R, (plan.M + l.local - 1) / l.local, target_groups, 64);
-    else
-      l.nchunks = 1, l.chunk = plan.R;
+    const int64_t target = plan.M * plan.R >= kOuterSplitMin ? target_groups : 0;  // 0: one chunk
+    split_reduced(l, plan.R, (plan.M + l.local - 1) / l.local, target, 64);
     return l;
   }
   // Each item accumulates at least 16 contiguous elements before the tree.

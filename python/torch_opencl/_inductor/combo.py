@@ -1,5 +1,6 @@
-"""Horizontal fusion: independent pointwise kernels of a graph (a foreach op's per-tensor kernels, an
-optimizer step over every parameter) written as one OpenCL kernel, so they cost one launch.
+"""Horizontal fusion: independent kernels of a graph (a foreach op's per-tensor kernels, an optimizer
+step over every parameter, what config.combo_kernels groups) written as one OpenCL kernel, so they cost
+one launch.
 
 Each sub-kernel is generated as it would be alone (kernel.py), then its parameters are renamed apart
 (a buffer that several sub-kernels use becomes one parameter) and its body is placed in the combined
@@ -53,7 +54,7 @@ def combo_key(kernel: OpenCLKernel):
 
 
 class OpenCLComboKernel:
-    """Several pointwise OpenCLKernels (each already generated from its nodes) as one kernel."""
+    """Several OpenCLKernels of one combo_key (each already generated from its nodes) as one kernel."""
 
     def __init__(self, kernels: list[OpenCLKernel]) -> None:
         assert len(kernels) > 1
@@ -135,17 +136,15 @@ class OpenCLComboKernel:
 
     def call_kernel(self, name: str) -> None:
         args = [p.outer for p in self.params]
-        g = self.form.group
         if self.form.chunked:
             # Every work-item takes a chunk of each sub-kernel: as many work-items as the largest needs.
-            n = min(max(self._numel(k) for k in self.kernels), self.form.max_threads)
-            group = min(g, n)
-        elif self.form.group_rows:
-            group = self.form.row_group
-            n = sum(self._numel(k) for k in self.kernels) * group
+            threads, group = max(self.kernels, key=self._numel).launch_geometry()
         else:
-            n, group = sum(self._numel(k) for k in self.kernels), g
-        args += [f"threads={-(-n // group) * group}", f"group_size={group}"]
+            # The sub-kernels' ranges one after another: outputs (rows of a work-group each) add up.
+            group = self.form.row_group if self.form.group_rows else self.form.group
+            outputs = sum(self._numel(k) for k in self.kernels)
+            threads = outputs * group if self.form.group_rows else -(-outputs // group) * group
+        args += [f"threads={threads}", f"group_size={group}"]
         V.graph.wrapper_code.generate_kernel_call(
             name, args, device=V.graph.get_current_device_or_throw(), triton=False
         )
