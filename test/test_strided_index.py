@@ -182,6 +182,39 @@ def test_non_contiguous_output_and_in_place(dtype):
     check(inplace, want_inplace)
 
 
+# out= given a view into a larger tensor keeps the view's strides (as ATen's resize_out: only a
+# resized out is restrided) and only the view's elements change. Expected values are the op's
+# out-of-place result placed into the view, not CPU's out= (CPU's _softmax.out writes a strided out
+# as if contiguous).
+@pytest.mark.parametrize("op", ["cat", "softmax", "tril", "avg_pool2d", "mul"])
+def test_out_view_into_larger_tensor_changes_only_its_elements(op):
+    x = rand((4, 6), seed=11)
+    img = rand((2, 3, 4, 4), seed=12)
+    # op: (out= call, its out-of-place value on CPU, the view, the larger tensor's shape)
+    calls = {
+        "cat": (lambda t, out: torch.cat([t[:2, :3], t[2:, :3]], 0, out=out), lambda t: t[:, :3],
+                (slice(None), slice(None, 3)), (4, 6)),
+        "softmax": (lambda t, out: torch.ops.aten._softmax.out(t, 1, False, out=out), lambda t: torch.softmax(t, 1),
+                    (slice(1, 5), slice(2, 8)), (6, 8)),
+        "tril": (lambda t, out: torch.tril(t, out=out), torch.tril, (slice(None, 4), slice(1, 7)), (5, 7)),
+        "avg_pool2d": (lambda t, out: torch.ops.aten.avg_pool2d.out(t, [2, 2], [2, 2], out=out),
+                       lambda t: torch.nn.functional.avg_pool2d(t, 2),
+                       (slice(None), slice(None), slice(1, 3), slice(2, 4)), (2, 3, 6, 6)),
+        "mul": (lambda t, out: torch.mul(t, 2, out=out), lambda t: t * 2, (slice(1, 5), slice(2, 8)), (6, 8)),
+    }
+    run, reference, view, big_shape = calls[op]
+    src = img if op == "avg_pool2d" else x
+    with native_only():
+        big = torch.full(big_shape, -7.0, device=DEV)
+        out = big[view]
+        strides = out.stride()
+        ret = run(src.to(DEV), out)
+    assert ret is out and out.stride() == strides
+    expected = torch.full(big_shape, -7.0)
+    expected[view] = reference(src)
+    torch.testing.assert_close(big.cpu(), expected)
+
+
 def test_in_place_on_expanded_input_and_strided_self():
     x = rand((8, 50), seed=9)
     row = rand((50,), seed=10)

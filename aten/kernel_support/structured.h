@@ -37,8 +37,11 @@ inline void check_out(const at::Tensor& out, at::TensorOptions options) {
 inline void resize_out(const at::Tensor& out, at::IntArrayRef sizes, at::IntArrayRef strides,
                        const at::TensorOptions& options) {
   check_out(out, options);
-  const bool resized = at::native::resize_output(out, sizes);
-  if (resized && !strides.empty()) {
+  // As ATen's generated resize_out: only an out= that was resized takes the meta function's
+  // (advisory) strides or memory format; one of the right size keeps its own strides (it may be a
+  // view into a larger tensor).
+  if (!at::native::resize_output(out, sizes)) return;
+  if (!strides.empty()) {
     TORCH_INTERNAL_ASSERT(!options.memory_format_opt().has_value());
     out.as_strided_(sizes, strides);
   } else if (options.memory_format_opt().has_value()) {
@@ -46,10 +49,18 @@ inline void resize_out(const at::Tensor& out, at::IntArrayRef sizes, at::IntArra
   }
 }
 
+// Our kernels write the layout the meta function asked for: its strides, or (non-iterator ops)
+// its memory format, contiguous by default; an out= kept in another layout gets a proxy, copied
+// into it by finish(). Without strides, a TensorIterator writes the out's own layout.
 inline std::optional<at::Tensor> maybe_proxy(const at::Tensor& out, at::IntArrayRef sizes, at::IntArrayRef strides,
-                                             const at::TensorOptions& options) {
-  if (!strides.empty() && out.strides() != strides)
-    return at::empty_strided(sizes, strides, options);
+                                             const at::TensorOptions& options, bool iterator) {
+  if (!strides.empty()) {
+    if (out.strides() != strides) return at::empty_strided(sizes, strides, options);
+    return std::nullopt;
+  }
+  if (iterator) return std::nullopt;
+  const auto format = options.memory_format_opt().value_or(at::MemoryFormat::Contiguous);
+  if (!out.is_contiguous(format)) return at::empty(sizes, options.memory_format(format));
   return std::nullopt;
 }
 
@@ -148,7 +159,8 @@ struct StructuredOut final : public Meta {
     } else {
       structured_detail::resize_out(out, sizes, strides, options);
     }
-    auto proxy = structured_detail::maybe_proxy(out, sizes, strides, options);
+    auto proxy = structured_detail::maybe_proxy(out, sizes, strides, options,
+                                                std::is_base_of_v<at::TensorIteratorBase, Meta>);
     if (proxy.has_value()) proxies_[i] = c10::ExclusivelyOwned<at::Tensor>(std::move(proxy).value());
     structured_detail::notify_base<Meta>(this, i, sizes, strides, options TOCL_PASS_OUTPUT_NAMES);
   }
