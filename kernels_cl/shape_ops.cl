@@ -33,3 +33,56 @@ __kernel void gather_nd(__global T_T* out, ulong out_offset, __global const T_T*
   }
   out[out_offset + dst] = in[in_offset + src];
 }
+
+// cat: up to CAT_PARTS inputs of the output's dtype copied into their slices of the output in one
+// launch (one launch per input otherwise: a transformer's split backward, a stack of many tensors).
+// Every tensor is described over the output's dims (at most CAT_DIMS after merging, innermost
+// first); part p covers [starts[p], starts[p + 1]) along the cat dim. This launch writes the slices
+// of parts 0..parts-1 only, so a longer list takes several launches.
+#define CAT_PARTS 8
+#define CAT_DIMS 4
+
+typedef struct {
+  long sizes[CAT_DIMS];  // the output's, except the cat dim: starts[parts] - starts[0] here
+  long out_strides[CAT_DIMS];
+  long in_strides[CAT_PARTS][CAT_DIMS];
+  long starts[CAT_PARTS + 1];
+  int cat_dim;
+  int parts;
+} CatGeometry;
+
+__kernel void cat_parts(__global T_T* out, ulong out_offset, __global const T_T* in0, ulong o0,
+                        __global const T_T* in1, ulong o1, __global const T_T* in2, ulong o2,
+                        __global const T_T* in3, ulong o3, __global const T_T* in4, ulong o4,
+                        __global const T_T* in5, ulong o5, __global const T_T* in6, ulong o6,
+                        __global const T_T* in7, ulong o7, long total, CatGeometry g) {
+  if (get_global_id(0) >= total) return;
+  I_T rest = (I_T)get_global_id(0);
+  I_T coords[CAT_DIMS];
+  I_T dst = 0;
+  for (int d = 0; d < CAT_DIMS; ++d) {
+    const I_T size = (I_T)g.sizes[d];
+    I_T i = rest % size;
+    rest /= size;
+    if (d == g.cat_dim) i += (I_T)g.starts[0];
+    coords[d] = i;
+    dst += i * (I_T)g.out_strides[d];
+  }
+  int p = 0;
+  while (p + 1 < g.parts && coords[g.cat_dim] >= (I_T)g.starts[p + 1]) ++p;
+  coords[g.cat_dim] -= (I_T)g.starts[p];
+  I_T src = 0;
+  for (int d = 0; d < CAT_DIMS; ++d) src += coords[d] * (I_T)g.in_strides[p][d];
+  T_T v;
+  switch (p) {
+    case 0: v = in0[o0 + src]; break;
+    case 1: v = in1[o1 + src]; break;
+    case 2: v = in2[o2 + src]; break;
+    case 3: v = in3[o3 + src]; break;
+    case 4: v = in4[o4 + src]; break;
+    case 5: v = in5[o5 + src]; break;
+    case 6: v = in6[o6 + src]; break;
+    default: v = in7[o7 + src]; break;
+  }
+  out[out_offset + dst] = v;
+}

@@ -131,6 +131,64 @@ def test_cat_and_stack_match_cpu():
     torch.testing.assert_close(out.cpu(), torch.cat([a, a], 1))
 
 
+def cat_launches(tensors, dim, **kwargs):
+    """torch.cat on opencl of `tensors` (CPU tensors, moved first) and the kernels it launched."""
+    moved = [t.to(DEV) for t in tensors]
+    C = torch.opencl._C
+    C._record_kernel_names(True)
+    try:
+        with native_only():
+            got = torch.cat(moved, dim, **kwargs)
+    finally:
+        C._record_kernel_names(False)
+    return got, C._recorded_kernel_names()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int8, torch.int16, torch.float64, torch.complex64])
+def test_cat_copies_inputs_of_any_layout_in_one_launch(dtype):
+    x = data(2, 5, 3, 8, dtype=dtype, seed=4)
+    cases = [
+        ([data(3, 4, dtype=dtype), data(5, 4, dtype=dtype, seed=1)], 0),
+        ([data(3, 4, dtype=dtype), data(3, 2, dtype=dtype, seed=1), data(3, 7, dtype=dtype, seed=2)], 1),
+        ([x.transpose(1, 2), x.transpose(1, 2)[:, :, :2]], 2),  # a split backward's strided grads
+        ([data(2, 3, dtype=dtype).t(), data(3, 4, dtype=dtype, seed=1)], 1),
+        ([x.to(memory_format=torch.channels_last), x[:, :2].to(memory_format=torch.channels_last)], 1),
+        ([data(2, 3, 4, 5, 6, dtype=dtype), data(2, 3, 8, 5, 6, dtype=dtype, seed=1)[:, :, ::2]], 2),
+    ]
+    for tensors, dim in cases:
+        got, kernels = cat_launches(tensors, dim)
+        expected = torch.cat(tensors, dim)
+        assert got.stride() == expected.stride()
+        assert torch.equal(got.cpu(), expected)
+        assert kernels == ["cat_parts"], (dim, kernels)
+    # Dims that do not merge into four: the strided copy per input, same values.
+    tensors = [data(2, 2, 2, 2, 2, 2, dtype=dtype), data(2, 2, 2, 2, 2, 2, dtype=dtype, seed=1).transpose(0, 5)]
+    got, kernels = cat_launches(tensors, 3)
+    assert torch.equal(got.cpu(), torch.cat(tensors, 3)) and "cat_parts" not in kernels
+
+
+def test_cat_of_many_inputs_launches_once_per_eight():
+    parts = [data(2, 1 + i % 3, seed=i) for i in range(20)]
+    got, kernels = cat_launches(parts, 1)
+    assert torch.equal(got.cpu(), torch.cat(parts, 1))
+    assert kernels == ["cat_parts"] * 3
+    stacked = torch.stack([p.to(DEV) for p in parts[::3]], 1)  # stack is cat of unsqueezed views
+    assert torch.equal(stacked.cpu(), torch.stack(parts[::3], 1))
+
+
+def test_cat_converts_other_dtypes_and_skips_empty_inputs_like_cpu():
+    a, b = data(2, 3), data(2, 3, dtype=torch.float64, seed=1)
+    got, _ = cat_launches([a, torch.empty(0), b, data(0, 3), a], 0)
+    expected = torch.cat([a, torch.empty(0), b, data(0, 3), a], 0)
+    assert got.dtype == expected.dtype == torch.float64
+    assert torch.equal(got.cpu(), expected)
+    out, cpu_out = torch.empty(3, 4, device=DEV).t(), torch.empty(3, 4).t()  # restrided as on CPU
+    got, kernels = cat_launches([a, a], 0, out=out)
+    torch.cat([a, a], 0, out=cpu_out)
+    assert got is out and out.stride() == cpu_out.stride()
+    assert torch.equal(out.cpu(), cpu_out) and kernels == ["cat_parts"]
+
+
 def test_cat_gradient_and_errors_like_cpu():
     xs = [data(2, 3, seed=s).requires_grad_() for s in range(3)]
     xd = [t.detach().to(DEV).requires_grad_() for t in xs]

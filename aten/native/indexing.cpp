@@ -1,10 +1,9 @@
 // Indexing and assembly: index_select (what embedding's forward calls),
 // embedding_dense_backward (a work-item per row, or sorted segmented sums where the kernel forms
-// want them: aten/native/segment_sum.h), tril/triu, cat (what torch.stack calls). Kernels in kernels_cl/indexing.cl over
+// want them: aten/native/segment_sum.h), tril/triu. Kernels in kernels_cl/indexing.cl over
 // contiguous operands; indices are bounds-checked on the device first.
 #include <ATen/ATen.h>
 #include <ATen/MetaFunctions.h>
-#include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
@@ -140,56 +139,12 @@ TRIANGLE_OPS(tril, true)
 TRIANGLE_OPS(triu, false)
 #undef TRIANGLE_OPS
 
-// ---- cat (structured: ATen's meta checks shapes, promotes dtypes and picks the memory format) ----
-
-// Each input is copied into its slice of the output by the native strided copy (which converts dtypes).
-void check_cat_devices(const at::ITensorListRef& tensors) {
-  const Tensor* first = nullptr;
-  for (const Tensor& t : tensors) {
-    if (!first) first = &t;
-    check_same_device({*first, t});
-  }
-}
-
-void cat_into(const at::ITensorListRef& tensors, int64_t dim, const Tensor& out) {
-  for (const Tensor& t : tensors) check_same_device({out, t});
-  at::assert_no_internal_overlap(out);
-  for (const Tensor& t : tensors) at::assert_no_overlap(out, t);
-  if (out.numel() == 0) return;
-  int64_t offset = 0;
-  for (const Tensor& t : tensors) {
-    if (t.numel() == 0 && t.dim() == 1) continue;  // legacy empty inputs of any shape are skipped, as CPU
-    const int64_t size = t.size(dim);
-    if (size > 0) out.narrow(dim, offset, size).copy_(t);
-    offset += size;
-  }
-}
-
-Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
-  check_cat_devices(tensors);
-  StructuredFunctional<at::meta::structured_cat> op;
-  const auto pre = op.meta(tensors, dim);
-  cat_into(tensors, pre.dim, op.maybe_get_output(0));
-  return op.take();
-}
-
-Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, Tensor& out) {
-  check_cat_devices(tensors);
-  StructuredOut<at::meta::structured_cat> op(out);
-  const auto pre = op.meta(tensors, dim);
-  cat_into(tensors, pre.dim, op.maybe_get_output(0));
-  op.finish();
-  return out;
-}
-
 }  // namespace
 
 TOCL_LIBRARY_IMPL(m) {
   m.impl("index_select", TORCH_FN(index_select));
   m.impl("index_select.out", TORCH_FN(index_select_out));
   m.impl("embedding_dense_backward", TORCH_FN(embedding_dense_backward));
-  m.impl("cat", TORCH_FN(cat));
-  m.impl("cat.out", TORCH_FN(cat_out));
   m.impl("tril", TORCH_FN(tril));
   m.impl("tril_", TORCH_FN(tril_));
   m.impl("tril.out", TORCH_FN(tril_out));

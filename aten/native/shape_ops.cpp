@@ -1,8 +1,11 @@
 // flip, roll and repeat (what tile calls): one gather kernel (kernels_cl/shape_ops.cl) that maps
-// each output coordinate to its source coordinate, over the input's own strides. Elements are
-// moved as raw bits, so one program per element size serves every dtype.
+// each output coordinate to its source coordinate, over the input's own strides. cat (what
+// torch.stack calls): one kernel copies up to eight inputs into their slices. Elements are moved as
+// raw bits, so one program per element size serves every dtype.
 // unfold_backward composes native ops over unfold's view.
 #include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/MetaFunctions.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/WrapDimUtilsMulti.h>
 #include <c10/core/DeviceGuard.h>
@@ -15,6 +18,7 @@
 #include "aten/kernel_support/dtype_fallback.h"
 #include "aten/kernel_support/kernel_program.h"
 #include "aten/kernel_support/opencl_tensor.h"
+#include "aten/kernel_support/structured.h"
 #include "runtime/program_cache.h"
 
 namespace torch_opencl {
@@ -164,6 +168,147 @@ Tensor unfold_backward(const Tensor& grad, at::IntArrayRef input_sizes, int64_t 
   return grad_input;
 }
 
+// ---- cat (structured: ATen's meta checks shapes, promotes dtypes and picks the memory format) ----
+
+constexpr int kCatParts = 8, kCatDims = 4;  // CAT_PARTS, CAT_DIMS in kernels_cl/shape_ops.cl
+
+struct CatGeometry {
+  cl_long sizes[kCatDims];
+  cl_long out_strides[kCatDims];
+  cl_long in_strides[kCatParts][kCatDims];
+  cl_long starts[kCatParts + 1];
+  cl_int cat_dim;
+  cl_int parts;
+};
+
+// One more than the largest element index `t` reaches from its offset.
+int64_t index_extent(const Tensor& t) {
+  int64_t extent = 1;
+  for (int64_t d = 0; d < t.dim(); ++d) extent += (t.size(d) - 1) * std::abs(t.stride(d));
+  return extent;
+}
+
+// An input with elements to copy and where its slice starts along the cat dim.
+struct CatPart {
+  const Tensor* tensor;
+  int64_t start;
+};
+
+// Whether cat_parts can copy `t` into `out` as raw bits: same dtype, no lazy conj/neg bit.
+bool copies_as_bits(const Tensor& t, const Tensor& out) {
+  const auto size = out.element_size();
+  return t.scalar_type() == out.scalar_type() && !t.is_conj() && !t.is_neg() &&
+         (size == 1 || size == 2 || size == 4 || size == 8);
+}
+
+// Copies `parts` (each copies_as_bits) into `out` with cat_parts, kCatParts per launch. Returns
+// false, having done nothing, where their dims do not merge into kCatDims.
+bool cat_launches(const std::vector<CatPart>& parts, int64_t dim, const Tensor& out) {
+  struct Dim {
+    int64_t size, out_stride;
+    std::vector<int64_t> in_strides;  // one per part
+    bool cat;
+  };
+  std::vector<Dim> dims;  // outermost first; size-1 dims dropped, neighbours that stride alike merged
+  for (int64_t d = 0; d < out.dim(); ++d) {
+    const bool cat = d == dim;
+    if (!cat && out.size(d) == 1) continue;
+    Dim cur{out.size(d), out.stride(d), {}, cat};
+    for (const auto& p : parts) cur.in_strides.push_back(p.tensor->stride(d));
+    if (!dims.empty() && !cat && !dims.back().cat) {
+      auto& outer = dims.back();
+      bool merges = outer.out_stride == cur.out_stride * cur.size;
+      for (size_t j = 0; merges && j < parts.size(); ++j) merges = outer.in_strides[j] == cur.in_strides[j] * cur.size;
+      if (merges) {
+        outer = {outer.size * cur.size, cur.out_stride, cur.in_strides, false};
+        continue;
+      }
+    }
+    dims.push_back(std::move(cur));
+  }
+  if (dims.size() > static_cast<size_t>(kCatDims)) return false;
+
+  // 32-bit indexing where every element index of every operand fits.
+  int64_t extent = index_extent(out);
+  for (const auto& p : parts) extent = std::max(extent, index_extent(*p.tensor));
+  const bool narrow = extent < (int64_t{1} << 31) - 1;
+  const int device = device_index(out);
+  cl_kernel k = tocl::get_kernel(dtype_program(device, "shape_ops.cl", bits_type(out), narrow ? at::kInt : at::kLong),
+                                 "cat_parts");
+  const int ndim = static_cast<int>(dims.size());
+  for (size_t first = 0; first < parts.size(); first += kCatParts) {
+    const size_t count = std::min<size_t>(kCatParts, parts.size() - first);
+    CatGeometry g{};
+    const auto& last = parts[first + count - 1];
+    for (size_t j = 0; j < count; ++j) g.starts[j] = parts[first + j].start;
+    g.starts[count] = last.start + last.tensor->size(dim);
+    g.parts = static_cast<cl_int>(count);
+    int64_t total = 1;
+    for (int i = 0; i < kCatDims; ++i) {  // innermost first; dims past ndim have size 1
+      g.sizes[i] = 1;
+      if (i >= ndim) continue;
+      const auto& d = dims[ndim - 1 - i];
+      g.sizes[i] = d.cat ? g.starts[count] - g.starts[0] : d.size;
+      g.out_strides[i] = d.out_stride;
+      for (size_t j = 0; j < count; ++j) g.in_strides[j][i] = d.in_strides[first + j];
+      if (d.cat) g.cat_dim = i;
+      total *= g.sizes[i];
+    }
+    tocl::ArgSetter args(k);
+    args.set(buffer_arg(out));
+    for (size_t j = 0; j < kCatParts; ++j) args.set(buffer_arg(*parts[first + std::min(j, count - 1)].tensor));
+    args.set(static_cast<cl_long>(total)).set(g);
+    tocl::enqueue_1d(device, current_stream_of(out), k, static_cast<size_t>(total));
+  }
+  return true;
+}
+
+void check_cat_devices(const at::ITensorListRef& tensors) {
+  const Tensor* first = nullptr;
+  for (const Tensor& t : tensors) {
+    if (!first) first = &t;
+    check_same_device({*first, t});
+  }
+}
+
+// Inputs of the output's dtype go through cat_parts together; the others (and all, where the dims
+// do not merge) through the native strided copy, which converts dtypes.
+void cat_into(const at::ITensorListRef& tensors, int64_t dim, const Tensor& out) {
+  const auto inputs = tensors.materialize();
+  for (const Tensor& t : inputs) check_same_device({out, t});
+  at::assert_no_internal_overlap(out);
+  for (const Tensor& t : inputs) at::assert_no_overlap(out, t);
+  if (out.numel() == 0) return;
+  std::vector<CatPart> as_bits, converted;
+  int64_t offset = 0;
+  for (const Tensor& t : inputs) {
+    if (t.numel() == 0 && t.dim() == 1) continue;  // legacy empty inputs of any shape are skipped, as CPU
+    const int64_t size = t.size(dim);
+    if (size > 0) (copies_as_bits(t, out) ? as_bits : converted).push_back({&t, offset});
+    offset += size;
+  }
+  if (as_bits.size() < 2 || !cat_launches(as_bits, dim, out))
+    converted.insert(converted.end(), as_bits.begin(), as_bits.end());
+  for (const auto& p : converted) out.narrow(dim, p.start, p.tensor->size(dim)).copy_(*p.tensor);
+}
+
+Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
+  check_cat_devices(tensors);
+  StructuredFunctional<at::meta::structured_cat> op;
+  const auto pre = op.meta(tensors, dim);
+  cat_into(tensors, pre.dim, op.maybe_get_output(0));
+  return op.take();
+}
+
+Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, Tensor& out) {
+  check_cat_devices(tensors);
+  StructuredOut<at::meta::structured_cat> op(out);
+  const auto pre = op.meta(tensors, dim);
+  cat_into(tensors, pre.dim, op.maybe_get_output(0));
+  op.finish();
+  return out;
+}
+
 }  // namespace
 
 TOCL_LIBRARY_IMPL(m) {
@@ -171,6 +316,8 @@ TOCL_LIBRARY_IMPL(m) {
   m.impl("unfold_backward", TORCH_FN(unfold_backward));
   m.impl("roll", TORCH_FN(roll_gather));
   m.impl("repeat", TORCH_FN(repeat));
+  m.impl("cat", TORCH_FN(cat));
+  m.impl("cat.out", TORCH_FN(cat_out));
 }
 
 }  // namespace torch_opencl
