@@ -3,6 +3,7 @@
 //   T       float or double (math in T too)
 //   DH      the head-dim bucket: q/k and v head dims are at most DH (private arrays need a size)
 //   BM, BN  the tiled (GPU) form: rows per work-group, keys (or queries) per local-memory tile
+//   TV, TI  the rows (CPU) form: vectors of VR = 8 rows' values in T, and the matching comparison type
 //   EXACT_LSE  1 where the forward's float32 logsumexp is too coarse for T (double): the backward
 //              recomputes it
 // Tensors are 4-D (B, H, rows, head dim) of any strides, passed as long4 (b, h, row, d) element
@@ -11,11 +12,12 @@
 // A row whose scores are all -inf gives 0 (output and gradients), as PyTorch's math path
 // (_safe_softmax) does; its logsumexp is -inf.
 //
-// Forms: *_rows give a work-item one row and read shared rows from global memory (CPU devices vectorise
-// across the work-items of a group, which read the same key row); *_tiles give a work-group BM rows of
-// one head and stage the rows they all read through local memory, loaded coalesced.
+// Forms: *_rows give a work-item VR rows as vector lanes (below) and read the rows they share from
+// global memory; *_tiles give a work-item one row and a work-group BM rows of one head, and stage the
+// rows they all read through local memory, loaded coalesced.
 
 #define CH 16  // keys scored at once in the rows form: one rescale of the accumulator per chunk
+#define VR 8
 
 #define ATTN_INPUTS                                                                                            \
   __global const T *q, ulong q_off, long4 sq, __global const T *k, ulong k_off, long4 sk, __global const T *v, \
@@ -42,11 +44,6 @@ inline void lse_add(T *m, T *l, T x) {
 inline T lse_of(T m, T l) { return l == 0 ? (T)(-INFINITY) : m + log(l); }
 
 // qs . k_row + bias, qs already scaled.
-inline T score_global(const T *qs, __global const T *kr, long es, int D, T bias_v) {
-  T x = 0;
-  for (int d = 0; d < D; ++d) x += qs[d] * kr[d * es];
-  return x + bias_v;
-}
 inline T score_local(const T *qs, __local const T *kr, int D, T bias_v) {
   T x = 0;
   for (int d = 0; d < D; ++d) x += qs[d] * kr[d];
@@ -82,42 +79,8 @@ inline T score_local(const T *qs, __local const T *kr, int D, T bias_v) {
     lse_at = (float)lse_of(m, l);                                     \
   }
 
-// Which (b, h, row) a flat row index of a (B, H, n) grid is.
-#define SPLIT_ROW(r, n) \
-  const long b = (r) / (H * (n)), h = ((r) / (n)) % H, i_ = (r) % (n)
-
 // ---------------------------------------------------------------------------------------------------
 // Forward: out (B, H, Lq, Dv) and lse (B, H, Lq) float, contiguous.
-
-__kernel void attention_forward_rows(__global T *out, ulong out_off, long4 so, __global float *lse, ulong lse_off,
-                                     ATTN_INPUTS) {
-  const long r = get_global_id(0);
-  if (r >= B * H * Lq) return;
-  SPLIT_ROW(r, Lq);
-  const long i = i_;
-  __global const T *qr = q + q_off + b * sq.x + h * sq.y + i * sq.z;
-  __global const T *kh = k + k_off + b * sk.x + h * sk.y;
-  __global const T *vh = v + v_off + b * sv.x + h * sv.y;
-  __global const T *br = bias + bias_off + b * sb.x + h * sb.y + i * sb.z;
-  T qs[DH], acc[DH];
-  for (int d = 0; d < D; ++d) qs[d] = scale * qr[d * sq.w];
-  for (int d = 0; d < Dv; ++d) acc[d] = 0;
-  T m = -INFINITY, l = 0;
-  const long jend = key_end(i, Lk, causal);
-  for (long j0 = 0; j0 < jend; j0 += CH) {
-    T s[CH];
-    for (int c = 0; c < CH; ++c) {
-      const long j = j0 + c;
-      T x = -INFINITY;
-      if (j < jend) x = score_global(qs, kh + j * sk.z, sk.w, D, has_bias ? br[j * sb.w] : (T)0);
-      s[c] = x;
-    }
-#define VROW(c) (vh + (j0 + (c)) * sv.z)
-    ONLINE_STEP(s, CH, VROW, sv.w)
-#undef VROW
-  }
-  STORE_ROW(out + out_off + b * so.x + h * so.y + i * so.z, so.w, lse[lse_off + r])
-}
 
 // Stages rows [j0, j0 + n) of a (rows, dims) head (row stride rs, element stride es) into tile[c * dims + d].
 inline void stage(__local T *tile, __global const T *head, long j0, int n, int dims, long rs, long es, int lid) {
@@ -169,53 +132,6 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_forward_
 //   launch 1, over query rows: dQ = scale * dS k; it also writes each row's lse and delta (in T) to
 //             stats (2 x B*H*Lq) for launch 2 (with EXACT_LSE it first recomputes the lse in T);
 //   launch 2, over key rows:   dV = P^T dO, dK = scale * dS^T q.
-
-__kernel void attention_backward_dq_rows(__global T *dq, ulong dq_off, long4 sdq, __global T *stats,
-                                         ulong stats_off, __global const T *dout, ulong do_off, long4 sdo,
-                                         __global const T *out, ulong o_off, long4 so, __global const float *lse,
-                                         ulong lse_off, ATTN_INPUTS) {
-  const long r = get_global_id(0), rows = B * H * Lq;
-  if (r >= rows) return;
-  SPLIT_ROW(r, Lq);
-  const long i = i_;
-  __global const T *qr = q + q_off + b * sq.x + h * sq.y + i * sq.z;
-  __global const T *dor = dout + do_off + b * sdo.x + h * sdo.y + i * sdo.z;
-  __global const T *orow = out + o_off + b * so.x + h * so.y + i * so.z;
-  __global const T *kh = k + k_off + b * sk.x + h * sk.y;
-  __global const T *vh = v + v_off + b * sv.x + h * sv.y;
-  __global const T *br = bias + bias_off + b * sb.x + h * sb.y + i * sb.z;
-  T qs[DH], g[DH], acc[DH];
-  for (int d = 0; d < D; ++d) qs[d] = scale * qr[d * sq.w];
-  T delta = 0;
-  for (int d = 0; d < Dv; ++d) {
-    g[d] = dor[d * sdo.w];
-    delta += g[d] * orow[d * so.w];
-  }
-  for (int d = 0; d < D; ++d) acc[d] = 0;
-  const long jend = key_end(i, Lk, causal);
-#define SCORE(j) score_global(qs, kh + (j) * sk.z, sk.w, D, has_bias ? br[(j) * sb.w] : (T)0)
-  T row_lse = lse[lse_off + r];
-#if EXACT_LSE
-  T m = -INFINITY, l = 0;
-  for (long j = 0; j < jend; ++j) lse_add(&m, &l, SCORE(j));
-  row_lse = lse_of(m, l);
-#endif
-  for (long j = 0; j < jend; ++j) {
-    const T p = prob(SCORE(j), row_lse);
-    if (p == 0) continue;
-    __global const T *vr = vh + j * sv.z;
-    __global const T *kr = kh + j * sk.z;
-    T dp = 0;
-    for (int d = 0; d < Dv; ++d) dp += g[d] * vr[d * sv.w];
-    const T ds = p * (dp - delta);
-    for (int d = 0; d < D; ++d) acc[d] += ds * kr[d * sk.w];
-  }
-#undef SCORE
-  __global T *dqr = dq + dq_off + b * sdq.x + h * sdq.y + i * sdq.z;
-  for (int d = 0; d < D; ++d) dqr[d * sdq.w] = scale * acc[d];
-  stats[stats_off + r] = row_lse;
-  stats[stats_off + rows + r] = delta;
-}
 
 __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward_dq_tiles(
     __global T *dq, ulong dq_off, long4 sdq, __global T *stats, ulong stats_off, __global const T *dout,
@@ -276,46 +192,6 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
   stats[stats_off + rows + r] = delta;
 }
 
-__kernel void attention_backward_dkv_rows(__global T *dk, ulong dk_off, long4 sdk, __global T *dv, ulong dv_off,
-                                          long4 sdv, __global const T *stats, ulong stats_off,
-                                          __global const T *dout, ulong do_off, long4 sdo, ATTN_INPUTS) {
-  const long r = get_global_id(0), rows = B * H * Lq;
-  if (r >= B * H * Lk) return;
-  SPLIT_ROW(r, Lk);
-  const long j = i_, bh = b * H + h;
-  __global const T *qh = q + q_off + b * sq.x + h * sq.y;
-  __global const T *doh = dout + do_off + b * sdo.x + h * sdo.y;
-  __global const T *bc = bias + bias_off + b * sb.x + h * sb.y + j * sb.w;
-  __global const T *lse = stats + stats_off + bh * Lq, *delta = lse + rows;
-  T kk[DH], vv[DH], dka[DH], dva[DH];
-  for (int d = 0; d < D; ++d) {
-    kk[d] = scale * k[k_off + b * sk.x + h * sk.y + j * sk.z + d * sk.w];
-    dka[d] = 0;
-  }
-  for (int d = 0; d < Dv; ++d) {
-    vv[d] = v[v_off + b * sv.x + h * sv.y + j * sv.z + d * sv.w];
-    dva[d] = 0;
-  }
-  for (long i = causal ? j : 0; i < Lq; ++i) {
-    __global const T *qi = qh + i * sq.z;
-    const T p = prob(score_global(kk, qi, sq.w, D, has_bias ? bc[i * sb.z] : (T)0), lse[i]);
-    if (p == 0) continue;
-    __global const T *gi = doh + i * sdo.z;
-    T dp = 0;
-    for (int d = 0; d < Dv; ++d) {
-      const T gd = gi[d * sdo.w];
-      dva[d] += p * gd;
-      dp += gd * vv[d];
-    }
-    const T ds = p * (dp - delta[i]);
-    for (int d = 0; d < D; ++d) dka[d] += ds * qi[d * sq.w];
-  }
-  __global T *dkr = dk + dk_off + b * sdk.x + h * sdk.y + j * sdk.z;
-  __global T *dvr = dv + dv_off + b * sdv.x + h * sdv.y + j * sdv.z;
-  for (int d = 0; d < D; ++d) dkr[d * sdk.w] = scale * dka[d];
-  for (int d = 0; d < Dv; ++d) dvr[d * sdv.w] = dva[d];
-}
-
 __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward_dkv_tiles(
     __global T *dk, ulong dk_off, long4 sdk, __global T *dv, ulong dv_off, long4 sdv, __global const T *stats,
     ulong stats_off, __global const T *dout, ulong do_off, long4 sdo, ATTN_INPUTS) {
@@ -370,4 +246,190 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
   __global T *dvr = dv + dv_off + b * sdv.x + h * sdv.y + j * sdv.z;
   for (int d = 0; d < D; ++d) dkr[d * sdk.w] = scale * dka[d];
   for (int d = 0; d < Dv; ++d) dvr[d * sdv.w] = dva[d];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The rows form: a work-item takes VR consecutive rows of one head as the lanes of TV vectors (TI: the
+// comparison type), so each key (or query) element it reads is broadcast to VR rows' multiply-adds and
+// the exps run as vectors; that is what vectorises on a CPU. Lanes past the last row compute on zeros
+// and store nothing.
+
+#define LANES ((TV)(0, 1, 2, 3, 4, 5, 6, 7))
+
+// The VR rows' elements as a vector: row r at p[r * rs]; rows from `live` on read as 0.
+inline TV gather_rows(__global const T *p, long rs, int live) {
+  T t[VR];
+  for (int r = 0; r < VR; ++r) t[r] = r < live ? p[r * rs] : (T)0;
+  return vload8(0, t);
+}
+
+inline void scatter_rows(__global T *p, long rs, int live, TV x) {
+  T t[VR];
+  vstore8(x, 0, t);
+  for (int r = 0; r < live; ++r) p[r * rs] = t[r];
+}
+
+// exp(s - lse) per lane, 0 where the score is masked (or the lane dead).
+inline TV prob_v(TV s, TV lse, TI dead) { return select(exp(s - lse), (TV)0, dead | (s == (TV)(-INFINITY))); }
+
+// The lanes' scores against one row kr of the other operand (element d at kr[d * es]), qs scaled.
+inline TV score_rows(const TV *qs, __global const T *kr, long es, int D) {
+  TV x = 0;
+  for (int d = 0; d < D; ++d) x += qs[d] * (TV)(kr[d * es]);
+  return x;
+}
+
+__kernel void attention_forward_rows(__global T *out, ulong out_off, long4 so, __global float *lse, ulong lse_off,
+                                     ATTN_INPUTS) {
+  const long blocks = (Lq + VR - 1) / VR, g = get_global_id(0);
+  if (g >= B * H * blocks) return;
+  const long bh = g / blocks, b = bh / H, h = bh % H, i0 = (g % blocks) * VR;
+  const int live = (int)min((long)VR, Lq - i0);
+  __global const T *qr = q + q_off + b * sq.x + h * sq.y + i0 * sq.z;
+  __global const T *kh = k + k_off + b * sk.x + h * sk.y;
+  __global const T *vh = v + v_off + b * sv.x + h * sv.y;
+  __global const T *br = bias + bias_off + b * sb.x + h * sb.y + i0 * sb.z;
+  TV qs[DH], acc[DH];
+  for (int d = 0; d < D; ++d) qs[d] = scale * gather_rows(qr + d * sq.w, sq.z, live);
+  for (int d = 0; d < Dv; ++d) acc[d] = 0;
+  const TV iv = (TV)(i0) + LANES;
+  const TI dead_row = iv >= (TV)(Lq);
+  const long jend = key_end(i0 + live - 1, Lk, causal);  // the last row sees the most keys
+  TV m = -INFINITY, l = 0;
+  for (long j0 = 0; j0 < jend; j0 += CH) {
+    const int n = (int)min((long)CH, jend - j0);
+    TV s[CH], cm = -INFINITY;
+    for (int c = 0; c < n; ++c) {
+      const long j = j0 + c;
+      TV x = score_rows(qs, kh + j * sk.z, sk.w, D);
+      if (has_bias) x += gather_rows(br + j * sb.w, sb.z, live);
+      TI dead = dead_row;
+      if (causal) dead |= (TV)(j) > iv;
+      s[c] = select(x, (TV)(-INFINITY), dead);
+      cm = fmax(cm, s[c]);
+    }
+    const TV mn = fmax(m, cm);
+    const TV corr = select(exp(m - mn), (TV)0, mn == (TV)(-INFINITY));  // lanes with every score masked so far
+    l *= corr;
+    for (int d = 0; d < Dv; ++d) acc[d] *= corr;
+    m = mn;
+    for (int c = 0; c < n; ++c) {
+      const TV p = prob_v(s[c], m, (TI)0);
+      l += p;
+      __global const T *vr = vh + (j0 + c) * sv.z;
+      for (int d = 0; d < Dv; ++d) acc[d] += p * (TV)(vr[d * sv.w]);
+    }
+  }
+  const TV inv = select((TV)1 / l, (TV)0, l == (TV)0);
+  __global T *orow = out + out_off + b * so.x + h * so.y + i0 * so.z;
+  for (int d = 0; d < Dv; ++d) scatter_rows(orow + d * so.w, so.z, live, acc[d] * inv);
+  T t[VR];
+  vstore8(select(m + log(l), (TV)(-INFINITY), l == (TV)0), 0, t);
+  for (int r = 0; r < live; ++r) lse[lse_off + bh * Lq + i0 + r] = (float)t[r];
+}
+
+__kernel void attention_backward_dq_rows(__global T *dq, ulong dq_off, long4 sdq, __global T *stats,
+                                         ulong stats_off, __global const T *dout, ulong do_off, long4 sdo,
+                                         __global const T *out, ulong o_off, long4 so, __global const float *lse,
+                                         ulong lse_off, ATTN_INPUTS) {
+  const long blocks = (Lq + VR - 1) / VR, g0 = get_global_id(0), rows = B * H * Lq;
+  if (g0 >= B * H * blocks) return;
+  const long bh = g0 / blocks, b = bh / H, h = bh % H, i0 = (g0 % blocks) * VR, r0 = bh * Lq + i0;
+  const int live = (int)min((long)VR, Lq - i0);
+  __global const T *qr = q + q_off + b * sq.x + h * sq.y + i0 * sq.z;
+  __global const T *dor = dout + do_off + b * sdo.x + h * sdo.y + i0 * sdo.z;
+  __global const T *orow = out + o_off + b * so.x + h * so.y + i0 * so.z;
+  __global const T *kh = k + k_off + b * sk.x + h * sk.y;
+  __global const T *vh = v + v_off + b * sv.x + h * sv.y;
+  __global const T *br = bias + bias_off + b * sb.x + h * sb.y + i0 * sb.z;
+  TV qs[DH], g[DH], acc[DH], delta = 0;
+  for (int d = 0; d < D; ++d) {
+    qs[d] = scale * gather_rows(qr + d * sq.w, sq.z, live);
+    acc[d] = 0;
+  }
+  for (int d = 0; d < Dv; ++d) {
+    g[d] = gather_rows(dor + d * sdo.w, sdo.z, live);
+    delta += g[d] * gather_rows(orow + d * so.w, so.z, live);
+  }
+  const TV iv = (TV)(i0) + LANES;
+  const TI dead_row = iv >= (TV)(Lq);
+  const long jend = key_end(i0 + live - 1, Lk, causal);
+  T t[VR];
+  for (int r = 0; r < VR; ++r) t[r] = r < live ? (T)lse[lse_off + r0 + r] : (T)0;
+  TV row_lse = vload8(0, t), m = -INFINITY, l = 0;
+  // Pass 0 (EXACT_LSE only) recomputes the lse in T; pass 1 accumulates dQ.
+  for (int pass = EXACT_LSE ? 0 : 1; pass < 2; ++pass) {
+    for (long j = 0; j < jend; ++j) {
+      TV x = score_rows(qs, kh + j * sk.z, sk.w, D);
+      if (has_bias) x += gather_rows(br + j * sb.w, sb.z, live);
+      TI dead = dead_row;
+      if (causal) dead |= (TV)(j) > iv;
+      if (!pass) {
+        x = select(x, (TV)(-INFINITY), dead);
+        const TV mn = fmax(m, x);
+        l = l * select(exp(m - mn), (TV)0, m == (TV)(-INFINITY)) + select(exp(x - mn), (TV)0, x == (TV)(-INFINITY));
+        m = mn;
+        continue;
+      }
+      const TV p = prob_v(x, row_lse, dead);
+      __global const T *vr = vh + j * sv.z;
+      __global const T *kr = kh + j * sk.z;
+      TV dp = 0;
+      for (int d = 0; d < Dv; ++d) dp += g[d] * (TV)(vr[d * sv.w]);
+      const TV ds = p * (dp - delta);
+      for (int d = 0; d < D; ++d) acc[d] += ds * (TV)(kr[d * sk.w]);
+    }
+    if (!pass) row_lse = select(m + log(l), (TV)(-INFINITY), l == (TV)0);
+  }
+  __global T *dqr = dq + dq_off + b * sdq.x + h * sdq.y + i0 * sdq.z;
+  for (int d = 0; d < D; ++d) scatter_rows(dqr + d * sdq.w, sdq.z, live, scale * acc[d]);
+  scatter_rows(stats + stats_off + r0, 1, live, row_lse);
+  scatter_rows(stats + stats_off + rows + r0, 1, live, delta);
+}
+
+__kernel void attention_backward_dkv_rows(__global T *dk, ulong dk_off, long4 sdk, __global T *dv, ulong dv_off,
+                                          long4 sdv, __global const T *stats, ulong stats_off,
+                                          __global const T *dout, ulong do_off, long4 sdo, ATTN_INPUTS) {
+  const long blocks = (Lk + VR - 1) / VR, g0 = get_global_id(0), rows = B * H * Lq;
+  if (g0 >= B * H * blocks) return;
+  const long bh = g0 / blocks, b = bh / H, h = bh % H, j0 = (g0 % blocks) * VR;
+  const int live = (int)min((long)VR, Lk - j0);
+  __global const T *qh = q + q_off + b * sq.x + h * sq.y;
+  __global const T *doh = dout + do_off + b * sdo.x + h * sdo.y;
+  __global const T *kr = k + k_off + b * sk.x + h * sk.y + j0 * sk.z;
+  __global const T *vr = v + v_off + b * sv.x + h * sv.y + j0 * sv.z;
+  __global const T *bc = bias + bias_off + b * sb.x + h * sb.y + j0 * sb.w;
+  __global const T *lse = stats + stats_off + bh * Lq, *delta = lse + rows;
+  TV kk[DH], vv[DH], dka[DH], dva[DH];
+  for (int d = 0; d < D; ++d) {
+    kk[d] = scale * gather_rows(kr + d * sk.w, sk.z, live);
+    dka[d] = 0;
+  }
+  for (int d = 0; d < Dv; ++d) {
+    vv[d] = gather_rows(vr + d * sv.w, sv.z, live);
+    dva[d] = 0;
+  }
+  const TV jv = (TV)(j0) + LANES;
+  const TI dead_key = jv >= (TV)(Lk);
+  for (long i = causal ? j0 : 0; i < Lq; ++i) {  // causal: rows before the first key see none of these keys
+    __global const T *qi = qh + i * sq.z;
+    TV x = score_rows(kk, qi, sq.w, D);
+    if (has_bias) x += gather_rows(bc + i * sb.z, sb.w, live);
+    TI dead = dead_key;
+    if (causal) dead |= jv > (TV)(i);
+    const TV p = prob_v(x, (TV)(lse[i]), dead);
+    __global const T *gi = doh + i * sdo.z;
+    TV dp = 0;
+    for (int d = 0; d < Dv; ++d) {
+      const TV gd = (TV)(gi[d * sdo.w]);
+      dva[d] += p * gd;
+      dp += vv[d] * gd;
+    }
+    const TV ds = p * (dp - (TV)(delta[i]));
+    for (int d = 0; d < D; ++d) dka[d] += ds * (TV)(qi[d * sq.w]);
+  }
+  __global T *dkr = dk + dk_off + b * sdk.x + h * sdk.y + j0 * sdk.z;
+  __global T *dvr = dv + dv_off + b * sdv.x + h * sdv.y + j0 * sdv.z;
+  for (int d = 0; d < D; ++d) scatter_rows(dkr + d * sdk.w, sdk.z, live, scale * dka[d]);
+  for (int d = 0; d < Dv; ++d) scatter_rows(dvr + d * sdv.w, sdv.z, live, dva[d]);
 }

@@ -86,11 +86,11 @@ struct KernelForms {
   size_t busy_groups = 0;
 
   // ---- scaled_dot_product_attention (aten/native/attention.cpp, kernels_cl/attention.cl) ----
-  // Both forms keep one query row (or, for dK/dV, one key row) per work-item with its head-dim vectors
-  // in registers and never materialise the scores. The GPU form gives a work-group attention_rows
-  // consecutive rows of one head and stages the key/value (or query/gradient) rows they all read in
-  // local memory tiles of at most attention_tile_bytes, loaded coalesced; the CPU form reads them from
-  // global memory, where the cache serves the rows a work-group shares.
+  // Neither form materialises the scores. The GPU form gives a work-item one query row (or, for dK/dV,
+  // one key row) and a work-group attention_rows consecutive rows of one head, and stages the key/value
+  // (or query/gradient) rows they all read in local-memory tiles of at most attention_tile_bytes,
+  // loaded coalesced. The CPU form gives a work-item 8 rows as the lanes of vectors (each element it
+  // reads feeds 8 rows), attention_rows work-items a group, and reads through the cache.
   bool attention_tiled = false;
   size_t attention_rows = 64;
   size_t attention_tile_bytes = 16384;
