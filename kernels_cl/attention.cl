@@ -3,7 +3,7 @@
 //   T       float or double (math in T too)
 //   DH      the head-dim bucket: q/k and v head dims are at most DH (private arrays need a size)
 //   BM, BN  the tiled (GPU) form: rows per work-group, keys (or queries) per local-memory tile
-//   TV, TI  the rows (CPU) form: vectors of VR = 8 rows' values in T, and the matching comparison type
+//   TV, TI  the rows (CPU) form: vectors of VR = 16 rows' values in T, and the matching comparison type
 //   EXACT_LSE  1 where the forward's float32 logsumexp is too coarse for T (double): the backward
 //              recomputes it
 // Tensors are 4-D (B, H, rows, head dim) of any strides, passed as long4 (b, h, row, d) element
@@ -17,7 +17,7 @@
 // rows they all read through local memory, loaded coalesced.
 
 #define CH 16  // keys scored at once in the rows form: one rescale of the accumulator per chunk
-#define VR 8
+#define VR 16
 
 #define ATTN_INPUTS                                                                                            \
   __global const T *q, ulong q_off, long4 sq, __global const T *k, ulong k_off, long4 sk, __global const T *v, \
@@ -254,18 +254,18 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
 // the exps run as vectors; that is what vectorises on a CPU. Lanes past the last row compute on zeros
 // and store nothing.
 
-#define LANES ((TV)(0, 1, 2, 3, 4, 5, 6, 7))
+#define LANES ((TV)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
 
 // The VR rows' elements as a vector: row r at p[r * rs]; rows from `live` on read as 0.
 inline TV gather_rows(__global const T *p, long rs, int live) {
   T t[VR];
   for (int r = 0; r < VR; ++r) t[r] = r < live ? p[r * rs] : (T)0;
-  return vload8(0, t);
+  return vload16(0, t);
 }
 
 inline void scatter_rows(__global T *p, long rs, int live, TV x) {
   T t[VR];
-  vstore8(x, 0, t);
+  vstore16(x, 0, t);
   for (int r = 0; r < live; ++r) p[r * rs] = t[r];
 }
 
@@ -324,7 +324,7 @@ __kernel void attention_forward_rows(__global T *out, ulong out_off, long4 so, _
   __global T *orow = out + out_off + b * so.x + h * so.y + i0 * so.z;
   for (int d = 0; d < Dv; ++d) scatter_rows(orow + d * so.w, so.z, live, acc[d] * inv);
   T t[VR];
-  vstore8(select(m + log(l), (TV)(-INFINITY), l == (TV)0), 0, t);
+  vstore16(select(m + log(l), (TV)(-INFINITY), l == (TV)0), 0, t);
   for (int r = 0; r < live; ++r) lse[lse_off + bh * Lq + i0 + r] = (float)t[r];
 }
 
@@ -356,7 +356,7 @@ __kernel void attention_backward_dq_rows(__global T *dq, ulong dq_off, long4 sdq
   const long jend = key_end(i0 + live - 1, Lk, causal);
   T t[VR];
   for (int r = 0; r < VR; ++r) t[r] = r < live ? (T)lse[lse_off + r0 + r] : (T)0;
-  TV row_lse = vload8(0, t), m = -INFINITY, l = 0;
+  TV row_lse = vload16(0, t), m = -INFINITY, l = 0;
   // Pass 0 (EXACT_LSE only) recomputes the lse in T; pass 1 accumulates dQ.
   for (int pass = EXACT_LSE ? 0 : 1; pass < 2; ++pass) {
     for (long j = 0; j < jend; ++j) {

@@ -52,7 +52,7 @@ KernelForms choose(const DeviceInfo& d) {
   f.busy_groups = 8 * std::max<size_t>(1, d.compute_units);
 
   // Attention's GPU form: two NVIDIA warps (one AMD wavefront) of rows per group; its tiles take at
-  // most half the local memory, so two groups fit on a compute unit. The CPU form: small groups (of 32
+  // most half the local memory, so two groups fit on a compute unit. The CPU form: small groups (of 64
   // rows), so that small problems still spread over the cores.
   f.attention_tiled = f.gpu();
   f.attention_rows = 1;

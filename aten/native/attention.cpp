@@ -127,7 +127,7 @@ cl_kernel kernel_for(int device, c10::ScalarType type, const Plan& p, const char
       const std::string source = program_prelude({type}) + "#define T " + t + "\n#define DH " + std::to_string(p.dh) +
                                  "\n#define BM " + std::to_string(p.bm) + "\n#define BN " + std::to_string(p.bn) +
                                  "\n#define EXACT_LSE " + (type == at::kDouble ? "1" : "0") + "\n#define TV " + t +
-                                 "8\n#define TI " + (type == at::kDouble ? "long8" : "int8") + "\n" +
+                                 "16\n#define TI " + (type == at::kDouble ? "long16" : "int16") + "\n" +
                                  tocl::embedded_sources().at("attention.cl");
       slot = tocl::get_program(device, source);
     }
@@ -167,7 +167,7 @@ void set_inputs(tocl::ArgSetter& a, const Inputs& in) {
 // Launches a kernel over `rows` rows of each (batch, head): the tiled form a work-item per row in
 // groups of p.bm rows of one head, the rows form a work-item per VR rows of one head.
 void launch(const at::Tensor& like, cl_kernel kernel, const Plan& p, int64_t heads, int64_t rows) {
-  constexpr int64_t kRowsPerItem = 8;  // VR in attention.cl
+  constexpr int64_t kRowsPerItem = 16;  // VR in attention.cl
   const size_t global = p.tiled ? static_cast<size_t>(heads * ((rows + p.bm - 1) / p.bm)) * p.bm
                                 : static_cast<size_t>(heads * ((rows + kRowsPerItem - 1) / kRowsPerItem));
   if (global == 0) return;
