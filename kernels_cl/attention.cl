@@ -254,6 +254,12 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
 // the exps run as vectors; that is what vectorises on a CPU. Lanes past the last row compute on zeros
 // and store nothing.
 
+// TV passes by value between the helpers below; on x86 without AVX-512 clang notes that 16 floats
+// "change the ABI" (-Wpsabi). Caller and callee always compile together, as in vec16.cl: silenced.
+#ifdef __clang__
+#pragma clang diagnostic ignored "-Wpsabi"
+#endif
+
 #define LANES ((TV)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
 
 // The VR rows' elements as a vector: row r at p[r * rs]; rows from `live` on read as 0.
