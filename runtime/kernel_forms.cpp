@@ -50,6 +50,14 @@ KernelForms choose(const DeviceInfo& d) {
   f.line_items = 8;
   f.column_lines = std::min<size_t>(16, f.row_group);  // 64 bytes of floats: whole 32-byte sectors
   f.busy_groups = 8 * std::max<size_t>(1, d.compute_units);
+
+  // Attention's GPU form: two NVIDIA warps (one AMD wavefront) of rows per group; its tiles take at
+  // most half the local memory, so two groups fit on a compute unit. The CPU form: small groups (of 64
+  // rows), so that small problems still spread over the cores.
+  f.attention_tiled = f.gpu();
+  f.attention_rows = 1;
+  while (f.attention_rows * 2 <= std::min<size_t>(f.gpu() ? 64 : 4, max_group)) f.attention_rows *= 2;
+  f.attention_tile_bytes = std::max<size_t>(4096, (d.local_mem_size ? d.local_mem_size : 32768) / 2);
   return f;
 }
 

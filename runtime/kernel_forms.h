@@ -85,6 +85,17 @@ struct KernelForms {
   // launch has about this many.
   size_t busy_groups = 0;
 
+  // ---- scaled_dot_product_attention (aten/native/attention.cpp, kernels_cl/attention.cl) ----
+  // Neither form materialises the scores. The GPU form gives a work-item one query row (or, for dK/dV,
+  // one key row) and a work-group attention_rows consecutive rows of one head, and stages the key/value
+  // (or query/gradient) rows they all read in local-memory tiles of at most attention_tile_bytes,
+  // loaded coalesced. The CPU form gives a work-item 16 rows as the lanes of vectors (each element it
+  // reads feeds 16 rows; 1.4x faster than 8 on AVX2), attention_rows work-items a group, and reads
+  // through the cache.
+  bool attention_tiled = false;
+  size_t attention_rows = 64;
+  size_t attention_tile_bytes = 16384;
+
   bool gpu() const { return kernel_class == KernelClass::gpu; }
 };
 

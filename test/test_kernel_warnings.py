@@ -51,6 +51,9 @@ loss = loss + F.max_pool2d(img, 3, 2, 1).sum() + F.avg_pool2d(img, 2).sum()     
 loss = loss + F.conv2d(img, torch.randn(4, 3, 3, 3, device=dev), padding=1).sum()            # im2col.cl
 loss = loss + F.conv2d(torch.randn(1, 16, 4, 4, device=dev), torch.randn(16, 16, 3, 3, device=dev)).sum()  # winograd.cl (gpu)
 loss = loss + (x @ torch.randn(70, 8, device=dev)).sum()                                     # gemm.cl (cpu class)
+qa = torch.randn(1, 2, 5, 8, device=dev, requires_grad=True)
+loss = loss + F.scaled_dot_product_attention(qa, qa, qa, is_causal=True).sum()               # attention.cl
+F.scaled_dot_product_attention(*[qa.detach().double()] * 3)
 loss.backward()
 params = [torch.randn(10, device=dev, requires_grad=True) for _ in range(2)]
 sum(p.sum() for p in params).backward()

@@ -1,0 +1,287 @@
+// scaled_dot_product_attention as fused kernels (kernels_cl/attention.cl): PyTorch's composite asks
+// the device's _fused_sdp_choice_stub which backend to run; ours answers `overrideable` for the calls
+// these kernels take (float32/float64, 4-D q/k/v of any strides with equal batch and heads, head dims
+// up to 128, causal or an additive/bool mask broadcastable to the scores, no dropout) and `math`
+// otherwise. attention.cpp then calls _scaled_dot_product_fused_attention_overrideable (a bool mask
+// already turned into a 0/-inf bias of q's dtype), and PyTorch's autograd formula for that op calls
+// its backward. Forward: one launch; backward: two (dQ over query rows, then dK/dV over key rows).
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/SDPBackend.h>
+#include <ATen/native/DispatchStub.h>
+#include <ATen/native/transformers/attention.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include "aten/kernel_support/cl_types.h"
+#include "aten/kernel_support/dtype_fallback.h"
+#include "aten/kernel_support/opencl_tensor.h"
+#include "runtime/device.h"
+#include "runtime/embedded_sources.h"
+#include "runtime/kernel_forms.h"
+#include "runtime/program_cache.h"
+
+namespace torch_opencl {
+namespace {
+
+constexpr int64_t kMaxHeadDim = 128;
+
+// Why the fused kernels cannot take this call ("" when they can).
+std::string unsupported(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                        const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal) {
+  for (const at::Tensor* t : {&q, &k, &v}) {
+    if (!t->defined() || t->is_nested() || t->layout() != at::kStrided) return "q, k and v must be strided tensors";
+    if (t->dim() != 4) return "q, k and v must be 4-D (batch, heads, sequence, head dim)";
+    if (t->device() != q.device()) return "q, k and v must be on one device";
+    if (t->scalar_type() != q.scalar_type()) return "q, k and v must have one dtype";
+  }
+  if (!q.device().is_privateuseone()) return "q must be an opencl tensor";
+  const auto type = q.scalar_type();
+  if (type != at::kFloat && type != at::kDouble) return "the dtype must be float32 or float64";
+  if (!device_supports(type, q.device().index())) return "the device has no float64 (cl_khr_fp64)";
+  if (k.size(0) != q.size(0) || v.size(0) != q.size(0) || k.size(1) != q.size(1) || v.size(1) != q.size(1))
+    return "q, k and v must have the same batch and head counts (no broadcasting or grouped-query attention)";
+  if (k.size(2) != v.size(2)) return "k and v must have the same sequence length";
+  if (k.size(3) != q.size(3)) return "q and k must have the same head dim";
+  if (q.size(3) < 1 || q.size(3) > kMaxHeadDim || v.size(3) < 1 || v.size(3) > kMaxHeadDim)
+    return "head dims must be 1 to " + std::to_string(kMaxHeadDim);
+  if (dropout_p != 0.0) return "dropout_p must be 0";
+  if (mask && mask->defined()) {
+    if (is_causal) return "is_causal and an attn_mask together";
+    if (mask->scalar_type() != at::kBool && mask->scalar_type() != type)
+      return "attn_mask must be bool or of q's dtype";
+    if (mask->device() != q.device()) return "attn_mask must be on q's device";
+    if (mask->requires_grad()) return "attn_mask must not require grad (the kernels give no mask gradient)";
+    if (mask->is_nested() || mask->layout() != at::kStrided) return "attn_mask must be a strided tensor";
+    if (!at::is_expandable_to(mask->sizes(), {q.size(0), q.size(1), q.size(2), k.size(2)}))
+      return "attn_mask must broadcast to (batch, heads, Lq, Lk)";
+  }
+  return "";
+}
+
+void check_supported(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                     const std::optional<at::Tensor>& bias, double dropout_p, bool is_causal, const char* op) {
+  const std::string why = unsupported(q, k, v, bias, dropout_p, is_causal);
+  TORCH_CHECK(why.empty(), op, " on opencl: ", why, "; got q ", q.sizes(), " ", q.scalar_type(), " on ",
+              q.device(), ", k ", k.sizes(), " ", k.scalar_type(), " on ", k.device(), ", v ", v.sizes(), " ",
+              v.scalar_type(), " on ", v.device(),
+              ". F.scaled_dot_product_attention runs such calls on the math backend.");
+  if (bias && bias->defined())
+    TORCH_CHECK(bias->scalar_type() == q.scalar_type(), op, " on opencl: attn_bias must have q's dtype ",
+                q.scalar_type(), " (scaled_dot_product_attention turns a bool mask into one), got ",
+                bias->scalar_type());
+}
+
+// The backend for F.scaled_dot_product_attention (at::SDPBackend), honouring torch.nn.attention.sdpa_kernel.
+int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                         const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal,
+                         std::optional<double> /*scale*/, bool /*enable_gqa: equal head counts are checked*/) {
+  const auto& ctx = at::globalContext();
+  const std::string why = unsupported(q, k, v, mask, dropout_p, is_causal);
+  if (why.empty() && ctx.userEnabledOverrideableSDP()) return static_cast<int64_t>(at::SDPBackend::overrideable);
+  if (ctx.userEnabledMathSDP()) return static_cast<int64_t>(at::SDPBackend::math);
+  TORCH_CHECK(false, "scaled_dot_product_attention on opencl: the math backend is disabled and the fused kernel ",
+              ctx.userEnabledOverrideableSDP() ? "cannot take this call: " + why
+                                               : std::string("(SDPBackend.OVERRIDEABLE) is disabled too"));
+}
+
+// ---- programs and launches
+
+struct Plan {
+  bool tiled;
+  int dh;     // head-dim bucket (DH)
+  size_t bm;  // rows per work-group (BM)
+  int bn;     // rows per local tile (BN)
+};
+
+Plan plan_for(int device, c10::ScalarType type, int64_t d, int64_t dv) {
+  const auto& f = tocl::kernel_forms(device);
+  const int64_t dims = std::max(d, dv);
+  const int dh = dims <= 32 ? 32 : dims <= 64 ? 64 : 128;  // few programs: three buckets
+  const size_t row_bytes = 2 * static_cast<size_t>(dh) * c10::elementSize(type);
+  int bn = 32;
+  while (bn > 1 && bn * row_bytes > f.attention_tile_bytes) bn /= 2;
+  return {f.attention_tiled, dh, f.attention_rows, bn};
+}
+
+cl_kernel kernel_for(int device, c10::ScalarType type, const Plan& p, const char* name) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int, c10::ScalarType, int, size_t, int>, cl_program> programs;
+  cl_program program;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto& slot = programs[{device, type, p.dh, p.bm, p.bn}];
+    if (!slot) {
+      const std::string t = storage_type(type);
+      const std::string source = program_prelude({type}) + "#define T " + t + "\n#define DH " + std::to_string(p.dh) +
+                                 "\n#define BM " + std::to_string(p.bm) + "\n#define BN " + std::to_string(p.bn) +
+                                 "\n#define EXACT_LSE " + (type == at::kDouble ? "1" : "0") + "\n#define TV " + t +
+                                 "16\n#define TI " + (type == at::kDouble ? "long16" : "int16") + "\n" +
+                                 tocl::embedded_sources().at("attention.cl");
+      slot = tocl::get_program(device, source);
+    }
+    program = slot;
+  }
+  return tocl::get_kernel(program, (std::string(name) + (p.tiled ? "_tiles" : "_rows")).c_str());
+}
+
+cl_long4 strides_of(const at::Tensor& t) {
+  cl_long4 s;
+  for (int i = 0; i < 4; ++i) s.s[i] = t.stride(i);
+  return s;
+}
+
+// The tensors every attention kernel reads, in ATTN_INPUTS' order.
+struct Inputs {
+  const at::Tensor &q, &k, &v;
+  at::Tensor bias;  // expanded to (B, H, Lq, Lk), or undefined
+  bool causal;
+  double scale;
+};
+
+void set_inputs(tocl::ArgSetter& a, const Inputs& in) {
+  const bool has_bias = in.bias.defined();
+  a.set(buffer_arg(in.q)).set(strides_of(in.q)).set(buffer_arg(in.k)).set(strides_of(in.k));
+  a.set(buffer_arg(in.v)).set(strides_of(in.v));
+  a.set(has_bias ? buffer_arg(in.bias) : tocl::BufferArg{nullptr, 0}).set(has_bias ? strides_of(in.bias) : cl_long4{});
+  a.set(static_cast<cl_int>(has_bias));
+  for (const int64_t n : {in.q.size(0), in.q.size(1), in.q.size(2), in.k.size(2)}) a.set(static_cast<cl_long>(n));
+  a.set(static_cast<cl_int>(in.q.size(3))).set(static_cast<cl_int>(in.v.size(3)));
+  const float scale_f = static_cast<float>(in.scale);
+  const bool dbl = in.q.scalar_type() == at::kDouble;
+  a.set(tocl::RawArg{dbl ? sizeof(double) : sizeof(float), dbl ? static_cast<const void*>(&in.scale) : &scale_f});
+  a.set(static_cast<cl_int>(in.causal));
+}
+
+// Launches a kernel over `rows` rows of each (batch, head): the tiled form a work-item per row in
+// groups of p.bm rows of one head, the rows form a work-item per VR rows of one head.
+void launch(const at::Tensor& like, cl_kernel kernel, const Plan& p, int64_t heads, int64_t rows) {
+  constexpr int64_t kRowsPerItem = 16;  // VR in attention.cl
+  const size_t global = p.tiled ? static_cast<size_t>(heads * ((rows + p.bm - 1) / p.bm)) * p.bm
+                                : static_cast<size_t>(heads * ((rows + kRowsPerItem - 1) / kRowsPerItem));
+  if (global == 0) return;
+  tocl::enqueue_1d(device_index(like), current_stream_of(like), kernel, global, p.bm);
+}
+
+at::Tensor expanded_bias(const std::optional<at::Tensor>& bias, const at::Tensor& q, const at::Tensor& k) {
+  if (!bias || !bias->defined()) return at::Tensor();
+  return bias->expand({q.size(0), q.size(1), q.size(2), k.size(2)});
+}
+
+// The output's layout as PyTorch's meta function gives it (alloc_with_matching_layout in
+// torch/_meta_registrations.py): like q when the shapes agree, else q's dim order with v's head dim.
+at::Tensor output_like(const at::Tensor& q, int64_t dv) {
+  if (q.size(3) == dv) return at::empty_like(q);
+  std::array<int64_t, 4> order{0, 1, 2, 3};
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return q.stride(a) > q.stride(b); });
+  std::vector<int64_t> sizes(q.sizes().begin(), q.sizes().end()), strides(4);
+  sizes[3] = dv;
+  int64_t stride = 1;
+  for (int i = 3; i >= 0; --i) {
+    strides[order[i]] = stride;
+    stride *= sizes[order[i]];
+  }
+  return at::empty_strided(sizes, strides, q.options());
+}
+
+double scale_of(const at::Tensor& q, std::optional<double> scale) {
+  return scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(q.size(3)));
+}
+
+using ForwardResult = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor,
+                                 at::Tensor, at::Tensor>;
+
+ForwardResult fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                              const std::optional<at::Tensor>& attn_bias, double dropout_p, bool is_causal,
+                              bool return_debug_mask, std::optional<double> scale) {
+  constexpr const char* op = "_scaled_dot_product_fused_attention_overrideable";
+  check_supported(q, k, v, attn_bias, dropout_p, is_causal, op);
+  TORCH_CHECK(!return_debug_mask, op, " on opencl: return_debug_mask=True is not supported (the kernels never "
+              "materialise the attention weights)");
+  const c10::DeviceGuard guard(q.device());
+  const int64_t B = q.size(0), H = q.size(1), Lq = q.size(2), Lk = k.size(2);
+  auto out = output_like(q, v.size(3));
+  auto lse = at::empty({B, H, Lq}, q.options().dtype(at::kFloat));
+  const Inputs in{q, k, v, expanded_bias(attn_bias, q, k), is_causal, scale_of(q, scale)};
+  const int device = device_index(q);
+  const Plan p = plan_for(device, q.scalar_type(), q.size(3), v.size(3));
+  cl_kernel kernel = kernel_for(device, q.scalar_type(), p, "attention_forward");
+  tocl::ArgSetter a(kernel);
+  a.set(buffer_arg(out)).set(strides_of(out)).set(buffer_arg(lse));
+  set_inputs(a, in);
+  launch(q, kernel, p, B * H, Lq);
+  // No random numbers are drawn (dropout_p is 0): the seed and offset are placeholders, as on XPU.
+  auto seed = at::empty({}, at::dtype(at::kLong)), offset = at::empty({}, at::dtype(at::kLong));
+  return {out, lse, at::Tensor(), at::Tensor(), c10::SymInt(Lq), c10::SymInt(Lk), seed, offset, at::Tensor()};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backward(
+    const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const at::Tensor& attn_bias, std::array<bool, 4> grad_input_mask, const at::Tensor& out,
+    const at::Tensor& logsumexp, const at::Tensor& /*cum_seq_q*/, const at::Tensor& /*cum_seq_k*/,
+    c10::SymInt /*max_q*/, c10::SymInt /*max_k*/, double dropout_p, bool is_causal,
+    const at::Tensor& /*philox_seed*/, const at::Tensor& /*philox_offset*/, std::optional<double> scale) {
+  constexpr const char* op = "_scaled_dot_product_fused_attention_overrideable_backward";
+  const std::optional<at::Tensor> bias = attn_bias.defined() ? std::optional<at::Tensor>(attn_bias) : std::nullopt;
+  check_supported(q, k, v, bias, dropout_p, is_causal, op);
+  TORCH_CHECK(!grad_input_mask[3], op, " on opencl: no gradient for attn_bias (scaled_dot_product_attention runs a "
+              "mask that requires grad on the math backend)");
+  const int64_t B = q.size(0), H = q.size(1), Lq = q.size(2), Lk = k.size(2);
+  const std::vector<int64_t> out_shape{B, H, Lq, v.size(3)};
+  for (const at::Tensor* t : {&grad_out, &out})
+    TORCH_CHECK(t->defined() && t->sizes() == out_shape && t->scalar_type() == q.scalar_type() &&
+                    t->device() == q.device(),
+                op, " on opencl: grad_out and out must be ", q.scalar_type(), " tensors of shape ", out_shape,
+                " on ", q.device(), ", got ", t->sizes(), " ", t->scalar_type(), " on ", t->device());
+  const std::vector<int64_t> lse_shape{B, H, Lq};
+  TORCH_CHECK(logsumexp.defined() && logsumexp.sizes() == lse_shape &&
+                  logsumexp.scalar_type() == at::kFloat && logsumexp.device() == q.device(),
+              op, " on opencl: logsumexp must be the forward's float32 (B, H, Lq) = (", B, ", ", H, ", ", Lq,
+              ") tensor on ", q.device());
+  const c10::DeviceGuard guard(q.device());
+  auto grad_q = at::empty_like(q), grad_k = at::empty_like(k), grad_v = at::empty_like(v);
+  const auto lse = logsumexp.contiguous();
+  auto stats = at::empty({2, B * H * Lq}, q.options());  // each row's lse and delta, for the dK/dV launch
+  const Inputs in{q, k, v, expanded_bias(bias, q, k), is_causal, scale_of(q, scale)};
+  const int device = device_index(q);
+  const Plan p = plan_for(device, q.scalar_type(), q.size(3), v.size(3));
+  cl_kernel dq = kernel_for(device, q.scalar_type(), p, "attention_backward_dq");
+  tocl::ArgSetter a(dq);
+  a.set(buffer_arg(grad_q)).set(strides_of(grad_q)).set(buffer_arg(stats));
+  a.set(buffer_arg(grad_out)).set(strides_of(grad_out)).set(buffer_arg(out)).set(strides_of(out)).set(buffer_arg(lse));
+  set_inputs(a, in);
+  launch(q, dq, p, B * H, Lq);
+  cl_kernel dkv = kernel_for(device, q.scalar_type(), p, "attention_backward_dkv");
+  tocl::ArgSetter b(dkv);
+  b.set(buffer_arg(grad_k)).set(strides_of(grad_k)).set(buffer_arg(grad_v)).set(strides_of(grad_v));
+  b.set(buffer_arg(stats)).set(buffer_arg(grad_out)).set(strides_of(grad_out));
+  set_inputs(b, in);
+  launch(q, dkv, p, B * H, Lk);
+  return {grad_q, grad_k, grad_v, at::Tensor()};
+}
+
+}  // namespace
+
+TOCL_LIBRARY_IMPL(m) {
+  m.impl("_fused_sdp_choice", TORCH_FN(fused_sdp_choice));
+  m.impl("_scaled_dot_product_fused_attention_overrideable", TORCH_FN(fused_attention));
+  m.impl("_scaled_dot_product_fused_attention_overrideable_backward", TORCH_FN(fused_attention_backward));
+}
+
+}  // namespace torch_opencl
+
+// F.scaled_dot_product_attention consults this stub (keyed by device type), not the operator above.
+namespace at::native {
+REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &torch_opencl::fused_sdp_choice)
+}  // namespace at::native
