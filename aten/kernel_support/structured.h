@@ -49,16 +49,17 @@ inline void resize_out(const at::Tensor& out, at::IntArrayRef sizes, at::IntArra
   }
 }
 
-// Our kernels write the layout the meta function asked for: its strides, or (non-iterator ops)
-// its memory format, contiguous by default; an out= kept in another layout gets a proxy, copied
-// into it by finish(). Without strides, a TensorIterator writes the out's own layout.
+// Our kernels write the layout the meta function asked for: its strides, or (out= forms of
+// non-iterator ops) its memory format, contiguous by default; an out= kept in another layout gets a
+// proxy, copied into it by finish(). Without strides, a TensorIterator writes the out's own layout,
+// and an in-place kernel updates self where it is (a proxy would not hold self's values).
 inline std::optional<at::Tensor> maybe_proxy(const at::Tensor& out, at::IntArrayRef sizes, at::IntArrayRef strides,
-                                             const at::TensorOptions& options, bool iterator) {
+                                             const at::TensorOptions& options, bool writes_own_layout) {
   if (!strides.empty()) {
     if (out.strides() != strides) return at::empty_strided(sizes, strides, options);
     return std::nullopt;
   }
-  if (iterator) return std::nullopt;
+  if (writes_own_layout) return std::nullopt;
   const auto format = options.memory_format_opt().value_or(at::MemoryFormat::Contiguous);
   if (!out.is_contiguous(format)) return at::empty(sizes, options.memory_format(format));
   return std::nullopt;
@@ -160,7 +161,7 @@ struct StructuredOut final : public Meta {
       structured_detail::resize_out(out, sizes, strides, options);
     }
     auto proxy = structured_detail::maybe_proxy(out, sizes, strides, options,
-                                                std::is_base_of_v<at::TensorIteratorBase, Meta>);
+                                                in_place_ || std::is_base_of_v<at::TensorIteratorBase, Meta>);
     if (proxy.has_value()) proxies_[i] = c10::ExclusivelyOwned<at::Tensor>(std::move(proxy).value());
     structured_detail::notify_base<Meta>(this, i, sizes, strides, options TOCL_PASS_OUTPUT_NAMES);
   }
