@@ -56,6 +56,13 @@ c10::ScalarType bits_type(const Tensor& t) {
   }
 }
 
+// One more than the largest element index `t` reaches from its offset.
+int64_t index_extent(const Tensor& t) {
+  int64_t extent = 1;
+  for (int64_t d = 0; d < t.dim(); ++d) extent += (t.size(d) - 1) * std::abs(t.stride(d));
+  return extent;
+}
+
 // out[i] = in[source(i)] for the dims given (out and in of `dims.size()` dims, any strides).
 void gather(const Tensor& out, const Tensor& in, std::vector<GatherDim> dims, const char* op) {
   check_device_supports(in.scalar_type(), device_index(in), op);
@@ -90,12 +97,7 @@ void gather(const Tensor& out, const Tensor& in, std::vector<GatherDim> dims, co
     g.flips[k] = d.flip ? 1 : 0;
   }
   const int device = device_index(in);
-  int64_t in_extent = 1, out_extent = out.numel();
-  for (const auto& d : merged) {
-    in_extent += (d.in_size - 1) * d.in_stride;
-    out_extent += (d.out_size - 1) * d.out_stride;
-  }
-  const bool narrow = std::max(in_extent, out_extent) < (int64_t{1} << 31) - 1;
+  const bool narrow = std::max({index_extent(in), index_extent(out), out.numel()}) < (int64_t{1} << 31) - 1;
   cl_kernel k = tocl::get_kernel(dtype_program(device, "shape_ops.cl", bits_type(in), narrow ? at::kInt : at::kLong),
                                  "gather_nd");
   tocl::set_args(k, buffer_arg(out), buffer_arg(in), static_cast<cl_long>(out.numel()), g);
@@ -180,13 +182,6 @@ struct CatGeometry {
   cl_int cat_dim;
   cl_int parts;
 };
-
-// One more than the largest element index `t` reaches from its offset.
-int64_t index_extent(const Tensor& t) {
-  int64_t extent = 1;
-  for (int64_t d = 0; d < t.dim(); ++d) extent += (t.size(d) - 1) * std::abs(t.stride(d));
-  return extent;
-}
 
 // An input with elements to copy and where its slice starts along the cat dim.
 struct CatPart {
