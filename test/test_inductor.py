@@ -289,6 +289,49 @@ def test_random_ops():
         assert torch.equal(g.cpu(), w.cpu())
 
 
+def _philox4x32_10(seed, counters):
+    """Philox-4x32-10 blocks (kernels_cl/philox.cl) of uint64 `counters` under `seed`, in numpy: (n, 4) uint32."""
+    import numpy as np
+
+    m = np.uint64(0xFFFFFFFF)
+    c = [counters & m, counters >> np.uint64(32), np.zeros_like(counters), np.zeros_like(counters)]
+    k0, k1 = np.uint64(seed & 0xFFFFFFFF), np.uint64((seed >> 32) & 0xFFFFFFFF)
+    for _ in range(10):
+        p0, p1 = np.uint64(0xD2511F53) * c[0], np.uint64(0xCD9E8D57) * c[2]
+        c = [(p1 >> np.uint64(32)) ^ c[1] ^ k0, p1 & m, (p0 >> np.uint64(32)) ^ c[3] ^ k1, p0 & m]
+        k0, k1 = (k0 + np.uint64(0x9E3779B9)) & m, (k1 + np.uint64(0xBB67AE85)) & m
+    return np.stack(c, axis=1)
+
+
+def test_random_ops_draw_philox_blocks_forms():
+    """The values a compiled rand/randn draws are fixed by the seed and the element's offset, whichever the
+    kernel form: uniform i is lane i % 4 of block i / 4, normal i Box-Muller of words (x, y) or (z, w) of
+    block i / 2 (the CPU form reuses a block across consecutive elements; a chunk may start mid-block)."""
+    import numpy as np
+
+    x = torch.empty(37, 29, device=DEV)
+    n = x.numel()
+    for op in ("rand", "randn"):
+        torch._dynamo.reset()
+        fn = torch.compile(lambda x, op=op: getattr(torch, op + "_like")(x))
+        torch.manual_seed(5)
+        got = fn(x).cpu().flatten().double().numpy()
+        torch.manual_seed(5)  # Inductor's seed: one draw of the device generator per graph run
+        seed = int(torch.randint(-(2**63), 2**63 - 1, (1,), device=DEV).item()) & (2**64 - 1)
+        i = np.arange(n, dtype=np.uint64)
+        if op == "rand":
+            words = _philox4x32_10(seed, i >> np.uint64(2))[np.arange(n), (i & np.uint64(3)).astype(np.int64)]
+            want = (words & np.uint64(0xFFFFFF)).astype(np.float64) / 2**24
+            np.testing.assert_array_equal(got, want)
+        else:
+            blocks = _philox4x32_10(seed, i >> np.uint64(1))
+            lane = 2 * (i & np.uint64(1)).astype(np.int64)
+            u1 = ((blocks[np.arange(n), lane] & np.uint64(0xFFFFFF)) + 1).astype(np.float64) / 2**24
+            u2 = (blocks[np.arange(n), lane + 1] & np.uint64(0xFFFFFF)).astype(np.float64) / 2**24
+            want = np.sqrt(-2 * np.log(u1)) * np.cos(2 * np.pi * u2)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 def test_dynamic_shapes_and_recompiles():
     from torch._dynamo.utils import counters
 

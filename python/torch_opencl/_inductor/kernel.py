@@ -120,6 +120,7 @@ class OpenCLKernel(SIMDKernel):
         self.scalar_args: OrderedSet[str] = OrderedSet()  # 0-d CPU tensors, passed by value
         self.hoisted = IndentedBuffer()  # CPU form: computed once per work-item, before the output loop
         self.variant_vars: set[str] = set()  # CSE variables that depend on the output or reduction index
+        self.rng_memos = itertools.count()
         self._masked_depth = 0
         self._hoistable_load = True
         xnumel = self.numels.get("x", sympy.S.One)
@@ -136,6 +137,13 @@ class OpenCLKernel(SIMDKernel):
             return False
         names = _IDENTIFIER.findall(expr)
         return not any(n in self.variant_vars or _INDEX_NAME.match(n) for n in names)
+
+    def rng_memo(self) -> str:
+        """A new Philox block memo for a random op's call site (CPU form), declared before the loop over
+        outputs; the call passes its address."""
+        name = f"rng{next(self.rng_memos)}"
+        self.hoisted.writeline(f"tocl_rng_memo {name} = TOCL_RNG_MEMO_INIT;")
+        return f"&{name}"
 
     # --- types and indexing
 

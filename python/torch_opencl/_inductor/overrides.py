@@ -109,6 +109,16 @@ def _binary(fn: str):
     return staticmethod(lambda a, b: f"{fn}({_arg(a)}, {_arg(b)})")
 
 
+def _rng_memo() -> str:
+    """The Philox block memo of a random op's call site (kernels_cl/inductor.cl): in the CPU form a
+    variable declared before the loop over outputs, so consecutive elements reuse their block; in the
+    GPU form (one element per work-item) none."""
+    kernel = V.kernel
+    if not getattr(kernel, "form", None) or not kernel.form.chunked:
+        return "0"
+    return kernel.rng_memo()
+
+
 class OpenCLOverrides(OpOverrides):
     @staticmethod
     def constant(value, dtype):
@@ -294,15 +304,15 @@ class OpenCLOverrides(OpOverrides):
 
     @staticmethod
     def rand(seed, offset):
-        return f"tocl_rand({seed}, {offset})"
+        return f"tocl_rand_at({seed}, {offset}, {_rng_memo()})"
 
     @staticmethod
     def randn(seed, offset):
-        return f"tocl_randn({seed}, {offset})"
+        return f"tocl_randn_at({seed}, {offset}, {_rng_memo()})"
 
     @staticmethod
     def randint64(seed, offset, low, high):
-        return f"tocl_randint64({seed}, {offset}, {low}, {high})"
+        return f"tocl_randint64_at({seed}, {offset}, {low}, {high}, {_rng_memo()})"
 
     @staticmethod
     def _default(name, args, kwargs):
