@@ -76,6 +76,19 @@ inline void tocl_atomic_add_float(volatile __global float* p, float v) {
   }
 }
 
+// An index out of range in a generated kernel: the first one a graph run meets is recorded in the
+// graph's index-error buffer (a flag, then the index as the kernel saw it and the dimension's size, as
+// longs from int 2 on) and the access is clamped into range; the wrapper raises IndexError at the end of
+// the run (python/torch_opencl/_inductor/runtime.py), where eager would have raised at the call.
+inline long tocl_index_error(__global int* errors, long index, long size) {
+  if (atomic_cmpxchg((volatile __global int*)errors, 0, 1) == 0) {
+    __global long* at = (__global long*)(errors + 2);
+    at[0] = index;
+    at[1] = size;
+  }
+  return index < 0 ? 0 : size - 1;
+}
+
 // Inductor's random ops: element `offset` of the stream `seed` (a seed Inductor draws from the device's
 // generator per graph run). Consecutive offsets share a Philox block, as eager's distributions do: four
 // uniforms (lanes x, y, z, w of block offset / 4); a normal or a 64-bit integer takes two words (x, y or

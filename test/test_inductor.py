@@ -289,6 +289,29 @@ def test_random_ops():
         assert torch.equal(g.cpu(), w.cpu())
 
 
+def test_index_out_of_range_raises_forms():
+    """An index out of range in a generated kernel raises IndexError when the graph's run ends (eager raises
+    at the call), naming the index and the size; nothing outside a buffer is touched, and the next run with
+    good indices is right (the error buffer was cleared)."""
+
+    def fn(table, idx, logits, target):
+        return table[idx] * 2, F.cross_entropy(logits, target)
+
+    table, logits = torch.randn(10, 3), torch.randn(4, 5)
+    compiled = torch.compile(fn)
+    dev = [t.to(DEV) for t in (table, logits)]
+    good_idx, good_target = torch.tensor([0, 9, -1, -10]), torch.tensor([0, 4, 1, 2])
+    for idx, target, bad in (
+        (torch.tensor([0, 10, 1, 2]), good_target, "index 10 is out of bounds for dimension with size 10"),
+        (torch.tensor([0, -11, 1, 2]), good_target, "index -11 is out of bounds for dimension with size 10"),
+        (good_idx, torch.tensor([0, 5, 1, 2]), "index 5 is out of bounds for dimension with size 5"),
+    ):
+        with pytest.raises(IndexError, match=bad):
+            compiled(dev[0], idx.to(DEV), dev[1], target.to(DEV))
+        got = compiled(dev[0], good_idx.to(DEV), dev[1], good_target.to(DEV))
+        assert_close(got, fn(table, good_idx, logits, good_target))
+
+
 def _philox4x32_10(seed, counters):
     """Philox-4x32-10 blocks (kernels_cl/philox.cl) of uint64 `counters` under `seed`, in numpy: (n, 4) uint32."""
     import numpy as np

@@ -36,6 +36,7 @@ from .overrides import OpenCLOverrides, Unsupported, compute_type, highest, lite
 from .printer import cexpr
 
 KERNEL_NAME_PLACEHOLDER = "opencl_kernel_name_placeholder"
+INDEX_ERRORS = "index_errors"  # the parameter of kernels that check indices (kernels_cl/inductor.cl)
 
 # The accumulation type of sum/prod: float for the half types (as ATen's acc_type).
 _ACC_DTYPE = {torch.float16: torch.float32, torch.bfloat16: torch.float32, torch.bool: torch.int64}
@@ -121,6 +122,7 @@ class OpenCLKernel(SIMDKernel):
         self.hoisted = IndentedBuffer()  # CPU form: computed once per work-item, before the output loop
         self.variant_vars: set[str] = set()  # CSE variables that depend on the output or reduction index
         self.rng_memos = itertools.count()
+        self.uses_index_errors = False
         self._masked_depth = 0
         self._hoistable_load = True
         xnumel = self.numels.get("x", sympy.S.One)
@@ -263,17 +265,21 @@ class OpenCLKernel(SIMDKernel):
         return var
 
     def check_bounds(self, expr, size, lower, upper) -> None:
-        # An index out of range is clamped into it rather than read or written outside the buffer:
-        # eager raises for it, a kernel cannot (Inductor's Triton kernels assert on the device).
+        # An index out of range is recorded in the graph's index-error buffer and clamped into range, so
+        # nothing is read or written outside a buffer; the wrapper raises IndexError when the graph's run
+        # ends (eager raises at the call; Inductor's Triton kernels assert on the device).
         if not (lower or upper) or not isinstance(expr, sympy.Symbol):
             return
         var, limit = str(expr), self.index_to_str(size)
-        clamped = var
+        outside = []
         if lower:
-            clamped = f"({clamped} < 0 ? 0 : {clamped})"
+            outside.append(f"{var} < 0")
         if upper:
-            clamped = f"({clamped} >= ({limit}) ? ({limit}) - 1 : {clamped})"
-        self.compute.writeline(f"{var} = {clamped};")
+            outside.append(f"{var} >= ({limit})")
+        self.uses_index_errors = True
+        self.compute.writeline(
+            f"if ({' || '.join(outside)}) {var} = tocl_index_error({INDEX_ERRORS}, {var}, {limit});"
+        )
 
     # --- reductions
 
@@ -487,6 +493,13 @@ class OpenCLKernel(SIMDKernel):
                 params.append(Param(inner.name, str(outer), storage_type(arg.dtype), pointer=True, writes=writes))
             else:
                 raise Unsupported(f"kernel argument {arg}")
+        if self.uses_index_errors:
+            device = V.graph.get_current_device_or_throw()
+            wrapper = V.graph.wrapper_code
+            while not hasattr(wrapper, "index_errors_buffer"):  # a subgraph's kernels live in its parent's module
+                wrapper = wrapper.parent_wrapper
+            outer = wrapper.index_errors_buffer(device)
+            params.append(Param(INDEX_ERRORS, outer, "int", pointer=True, writes=True))
         for tree in self.active_range_trees():
             if not isinstance(tree.numel, sympy.Integer):
                 params.append(Param(f"{tree.prefix}numel", None, "long"))

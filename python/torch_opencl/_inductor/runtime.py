@@ -6,6 +6,8 @@ and the same argument checks and launch (aten/user_kernel.cpp).
 """
 from typing import Dict, List, Tuple
 
+import torch
+
 from .. import _C
 from ..shader import ShaderLibrary
 
@@ -25,6 +27,29 @@ class GraphProgram:
 
     def __init__(self) -> None:
         self._kernels: List[Tuple[str, str, int]] = []
+        self._index_errors: Dict[int, torch.Tensor] = {}
+
+    def index_errors(self, device: int) -> torch.Tensor:
+        """The graph's index-error buffer on `device`: an int flag, then (from int 2) the first index out of
+        range its kernels met, as they saw it, and the size of that dimension, as longs."""
+        if device not in self._index_errors:
+            self._index_errors[device] = torch.zeros(6, dtype=torch.int32, device=torch.device("opencl", device))
+        return self._index_errors[device]
+
+    def raise_index_errors(self) -> None:
+        """Raise IndexError, as eager would have, if a kernel of this run met an index out of range (its
+        access was clamped into range, so the run's outputs are not to be used); one small read back."""
+        for errors in self._index_errors.values():
+            if not errors[0].item():
+                continue
+            index, size = errors[2:].view(torch.int64).tolist()
+            errors.zero_()
+            if index < 0:  # a negative index had the size added before the check
+                index -= size
+            raise IndexError(
+                f"index {index} is out of bounds for dimension with size {size} (met by a kernel of a "
+                f"torch.compile'd graph on opencl; the graph's outputs were not returned)"
+            )
 
     def add(self, name: str, source: str, device: int = 0) -> str:
         self._kernels.append((name, source, device))

@@ -28,10 +28,29 @@ class OpenCLPythonWrapperCodegen(PythonWrapperCodegen):
             return SubgraphPythonWrapperCodegen(subgraph_name, parent_wrapper, partition_signatures)
         return OpenCLPythonWrapperCodegen()
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.index_error_devices: dict[int, str] = {}
+
     def write_header(self) -> None:
         super().write_header()
         self.imports.writeline("from torch_opencl._inductor.runtime import GraphProgram")
         self.header.writeline("opencl_program = GraphProgram()")
+
+    def index_errors_buffer(self, device: torch.device) -> str:
+        """The module-level name of the buffer where this graph's kernels on `device` record an index out
+        of range (kernels_cl/inductor.cl); the run checks it before it returns."""
+        index = device.index or 0
+        if index not in self.index_error_devices:
+            name = f"opencl_index_errors_{index}"
+            self.index_error_devices[index] = name
+            self.header.writeline(f"{name} = opencl_program.index_errors({index})")
+        return self.index_error_devices[index]
+
+    def generate_return(self, output_refs: list[str]) -> None:
+        if self.index_error_devices:
+            self.wrapper_call.writeline("opencl_program.raise_index_errors()")
+        super().generate_return(output_refs)
 
     def define_opencl_kernel(self, name: str, source: str, device: int, comment: str) -> None:
         self.header.writeline("")
