@@ -310,6 +310,15 @@ def test_index_out_of_range_raises_forms():
             compiled(dev[0], idx.to(DEV), dev[1], target.to(DEV))
         got = compiled(dev[0], good_idx.to(DEV), dev[1], good_target.to(DEV))
         assert_close(got, fn(table, good_idx, logits, good_target))
+    # Two gathers in one combo kernel share the graph's error buffer.
+    with inductor_config.patch(combo_kernels=True):
+        torch._dynamo.reset()
+        both = torch.compile(lambda t, i, u, j: (t[i] + 1, u[j] * 2))
+        other = torch.randn(7, 5)
+        with pytest.raises(IndexError, match="index 7 is out of bounds for dimension with size 7"):
+            both(dev[0], good_idx.to(DEV), other.to(DEV), torch.tensor([6, 7], device=DEV))
+        got = both(dev[0], good_idx.to(DEV), other.to(DEV), torch.tensor([6, 0], device=DEV))
+        assert_close(got, (table[good_idx] + 1, other[torch.tensor([6, 0])] * 2))
 
 
 def _philox4x32_10(seed, counters):
