@@ -216,18 +216,19 @@ std::tuple<Tensor&, Tensor&> aminmax_out(const Tensor& self, std::optional<int64
 
 // ---- variance and standard deviation (two passes: mean, then squared deviations) ----
 
-at::DimVector var_shape(const Tensor& self, ReduceMask mask, bool keepdim, const char* name) {
+// CPU's checks of std/var's input, made before the dims are looked at (CPU's order of errors).
+void check_var_input(const Tensor& self, const char* name) {
   TORCH_CHECK(self.layout() == at::Layout::Strided, name, " only supports strided layout, got: ", self.layout());
   TORCH_CHECK(at::isFloatingType(self.scalar_type()), name, " only support floating point and complex dtypes");
-  return at::native::shape_from_dim_mask(self, mask, keepdim);
 }
 
 double correction_of(const std::optional<at::Scalar>& c) { return c.has_value() ? c->toDouble() : 1.0; }
 
 Tensor& var_std_out(const Tensor& self, OptDims dim, const std::optional<at::Scalar>& correction, bool keepdim,
                     Tensor& out, bool is_std) {
+  check_var_input(self, "std and var");
   const auto mask = mask_of(self, dim);
-  const auto shape = var_shape(self, mask, keepdim, "std and var");
+  const auto shape = at::native::shape_from_dim_mask(self, mask, keepdim);
   TORCH_CHECK(out.scalar_type() == self.scalar_type(), "Expected out tensor to have dtype ", self.scalar_type(),
               ", but got ", out.scalar_type(), " instead");
   at::native::resize_output(out, shape);
@@ -255,8 +256,9 @@ Tensor& std_correction_out(const Tensor& self, OptDims dim, const std::optional<
 
 std::tuple<Tensor, Tensor> var_std_mean(const Tensor& self, OptDims dim, const std::optional<at::Scalar>& correction,
                                         bool keepdim, bool is_std) {
+  check_var_input(self, is_std ? "std_mean" : "var_mean");
   const auto mask = mask_of(self, dim);
-  const auto shape = var_shape(self, mask, keepdim, is_std ? "std_mean" : "var_mean");
+  const auto shape = at::native::shape_from_dim_mask(self, mask, keepdim);
   Tensor spread = at::empty(shape, self.options());
   Tensor mean = at::empty(shape, self.options());
   const auto acc = accumulate_dtype(self.scalar_type());
