@@ -56,6 +56,10 @@ if [ ! -f "$stamp" ] || [ -n "$(find CMakeLists.txt pyproject.toml runtime aten 
   else
     tar --exclude=./build --exclude=./.venv -cf - . | tar -xf - -C "$src"
   fi
+  # Copies keep their sources' times, so unchanged files are not recompiled; a file edited since the last
+  # build began may still be older than the object that build made from its previous text (an edit made
+  # while it ran): those copies get the time of now, newer than every object.
+  if [ -f "$stamp" ]; then find "$src" -type f -newer "$stamp" -exec touch {} +; fi
   # A failed build stops here (pipefail), rather than leaving an older install in place.
   if ! pip_install --no-build-isolation --no-deps -C build-dir="$ROOT/build/wheel" "$src"; then
     echo "torch_opencl failed to build; the compiler's messages are above." >&2
