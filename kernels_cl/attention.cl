@@ -43,6 +43,22 @@ inline void lse_add(T *m, T *l, T x) {
 
 inline T lse_of(T m, T l) { return l == 0 ? (T)(-INFINITY) : m + log(l); }
 
+// The rows a work-group (the tiles form: id its group id, per = BM) or a work-item (the rows form: id its
+// global id, per = VR) takes: rows [first, first + per) of head bh = b * H + h, of `rows` rows a head.
+typedef struct {
+  long bh, b, h, first;
+} Part;
+
+inline Part part_of(long id, int per, long rows, long H) {
+  const long blocks = (rows + per - 1) / per;
+  Part p;
+  p.bh = id / blocks;
+  p.b = p.bh / H;
+  p.h = p.bh % H;
+  p.first = (id % blocks) * per;
+  return p;
+}
+
 // qs . k_row + bias, qs already scaled.
 inline T score_local(const T *qs, __local const T *kr, int D, T bias_v) {
   T x = 0;
@@ -93,8 +109,8 @@ inline void stage(__local T *tile, __global const T *head, long j0, int n, int d
 __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_forward_tiles(
     __global T *out, ulong out_off, long4 so, __global float *lse, ulong lse_off, ATTN_INPUTS) {
   __local T kt[BN * DH], vt[BN * DH];
-  const long blocks = (Lq + BM - 1) / BM, g = get_group_id(0), bh = g / blocks;
-  const long b = bh / H, h = bh % H, first = (g % blocks) * BM;
+  const Part part = part_of(get_group_id(0), BM, Lq, H);
+  const long bh = part.bh, b = part.b, h = part.h, first = part.first;
   const int lid = get_local_id(0);
   const long i = first + lid;
   const int live = i < Lq;
@@ -138,8 +154,8 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
     ulong do_off, long4 sdo, __global const T *out, ulong o_off, long4 so, __global const float *lse, ulong lse_off,
     ATTN_INPUTS) {
   __local T kt[BN * DH], vt[BN * DH];
-  const long rows = B * H * Lq, blocks = (Lq + BM - 1) / BM, g0 = get_group_id(0), bh = g0 / blocks;
-  const long b = bh / H, h = bh % H, first = (g0 % blocks) * BM;
+  const Part part = part_of(get_group_id(0), BM, Lq, H);
+  const long rows = B * H * Lq, bh = part.bh, b = part.b, h = part.h, first = part.first;
   const int lid = get_local_id(0);
   const long i = first + lid, r = bh * Lq + i;
   const int live = i < Lq;
@@ -196,8 +212,8 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
     __global T *dk, ulong dk_off, long4 sdk, __global T *dv, ulong dv_off, long4 sdv, __global const T *stats,
     ulong stats_off, __global const T *dout, ulong do_off, long4 sdo, ATTN_INPUTS) {
   __local T qt[BN * DH], gt[BN * DH], st[2 * BN];
-  const long rows = B * H * Lq, blocks = (Lk + BM - 1) / BM, g0 = get_group_id(0), bh = g0 / blocks;
-  const long b = bh / H, h = bh % H, first = (g0 % blocks) * BM;
+  const Part part = part_of(get_group_id(0), BM, Lk, H);
+  const long rows = B * H * Lq, bh = part.bh, b = part.b, h = part.h, first = part.first;
   const int lid = get_local_id(0);
   const long j = first + lid;
   const int live = j < Lk;
@@ -287,9 +303,9 @@ inline TV score_rows(const TV *qs, __global const T *kr, long es, int D) {
 
 __kernel void attention_forward_rows(__global T *out, ulong out_off, long4 so, __global float *lse, ulong lse_off,
                                      ATTN_INPUTS) {
-  const long blocks = (Lq + VR - 1) / VR, g = get_global_id(0);
-  if (g >= B * H * blocks) return;
-  const long bh = g / blocks, b = bh / H, h = bh % H, i0 = (g % blocks) * VR;
+  const Part part = part_of(get_global_id(0), VR, Lq, H);
+  if (part.bh >= B * H) return;
+  const long bh = part.bh, b = part.b, h = part.h, i0 = part.first;
   const int live = (int)min((long)VR, Lq - i0);
   __global const T *qr = q + q_off + b * sq.x + h * sq.y + i0 * sq.z;
   __global const T *kh = k + k_off + b * sk.x + h * sk.y;
@@ -338,9 +354,9 @@ __kernel void attention_backward_dq_rows(__global T *dq, ulong dq_off, long4 sdq
                                          ulong stats_off, __global const T *dout, ulong do_off, long4 sdo,
                                          __global const T *out, ulong o_off, long4 so, __global const float *lse,
                                          ulong lse_off, ATTN_INPUTS) {
-  const long blocks = (Lq + VR - 1) / VR, g0 = get_global_id(0), rows = B * H * Lq;
-  if (g0 >= B * H * blocks) return;
-  const long bh = g0 / blocks, b = bh / H, h = bh % H, i0 = (g0 % blocks) * VR, r0 = bh * Lq + i0;
+  const Part part = part_of(get_global_id(0), VR, Lq, H);
+  if (part.bh >= B * H) return;
+  const long rows = B * H * Lq, bh = part.bh, b = part.b, h = part.h, i0 = part.first, r0 = bh * Lq + i0;
   const int live = (int)min((long)VR, Lq - i0);
   __global const T *qr = q + q_off + b * sq.x + h * sq.y + i0 * sq.z;
   __global const T *dor = dout + do_off + b * sdo.x + h * sdo.y + i0 * sdo.z;
@@ -396,9 +412,9 @@ __kernel void attention_backward_dq_rows(__global T *dq, ulong dq_off, long4 sdq
 __kernel void attention_backward_dkv_rows(__global T *dk, ulong dk_off, long4 sdk, __global T *dv, ulong dv_off,
                                           long4 sdv, __global const T *stats, ulong stats_off,
                                           __global const T *dout, ulong do_off, long4 sdo, ATTN_INPUTS) {
-  const long blocks = (Lk + VR - 1) / VR, g0 = get_global_id(0), rows = B * H * Lq;
-  if (g0 >= B * H * blocks) return;
-  const long bh = g0 / blocks, b = bh / H, h = bh % H, j0 = (g0 % blocks) * VR;
+  const Part part = part_of(get_global_id(0), VR, Lk, H);
+  if (part.bh >= B * H) return;
+  const long rows = B * H * Lq, bh = part.bh, b = part.b, h = part.h, j0 = part.first;
   const int live = (int)min((long)VR, Lk - j0);
   __global const T *qh = q + q_off + b * sq.x + h * sq.y;
   __global const T *doh = dout + do_off + b * sdo.x + h * sdo.y;

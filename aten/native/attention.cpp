@@ -199,6 +199,21 @@ double scale_of(const at::Tensor& q, std::optional<double> scale) {
   return scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(q.size(3)));
 }
 
+// What the launches of one forward or backward call share: its inputs, and the plan and programs for them.
+struct Call {
+  Inputs in;
+  int device;
+  Plan plan;
+  cl_kernel kernel(const char* name) const { return kernel_for(device, in.q.scalar_type(), plan, name); }
+};
+
+Call call_for(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& bias,
+              bool is_causal, std::optional<double> scale) {
+  const int device = device_index(q);
+  return {Inputs{q, k, v, expanded_bias(bias, q, k), is_causal, scale_of(q, scale)}, device,
+          plan_for(device, q.scalar_type(), q.size(3), v.size(3))};
+}
+
 using ForwardResult = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor,
                                  at::Tensor, at::Tensor>;
 
@@ -213,14 +228,12 @@ ForwardResult fused_attention(const at::Tensor& q, const at::Tensor& k, const at
   const int64_t B = q.size(0), H = q.size(1), Lq = q.size(2), Lk = k.size(2);
   auto out = output_like(q, v.size(3));
   auto lse = at::empty({B, H, Lq}, q.options().dtype(at::kFloat));
-  const Inputs in{q, k, v, expanded_bias(attn_bias, q, k), is_causal, scale_of(q, scale)};
-  const int device = device_index(q);
-  const Plan p = plan_for(device, q.scalar_type(), q.size(3), v.size(3));
-  cl_kernel kernel = kernel_for(device, q.scalar_type(), p, "attention_forward");
+  const Call call = call_for(q, k, v, attn_bias, is_causal, scale);
+  cl_kernel kernel = call.kernel("attention_forward");
   tocl::ArgSetter a(kernel);
   a.set(buffer_arg(out)).set(strides_of(out)).set(buffer_arg(lse));
-  set_inputs(a, in);
-  launch(q, kernel, p, B * H, Lq);
+  set_inputs(a, call.in);
+  launch(q, kernel, call.plan, B * H, Lq);
   // No random numbers are drawn (dropout_p is 0): the seed and offset are placeholders, as on XPU.
   auto seed = at::empty({}, at::dtype(at::kLong)), offset = at::empty({}, at::dtype(at::kLong));
   return {out, lse, at::Tensor(), at::Tensor(), c10::SymInt(Lq), c10::SymInt(Lk), seed, offset, at::Tensor()};
@@ -253,21 +266,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   auto grad_q = at::empty_like(q), grad_k = at::empty_like(k), grad_v = at::empty_like(v);
   const auto lse = logsumexp.contiguous();
   auto stats = at::empty({2, B * H * Lq}, q.options());  // each row's lse and delta, for the dK/dV launch
-  const Inputs in{q, k, v, expanded_bias(bias, q, k), is_causal, scale_of(q, scale)};
-  const int device = device_index(q);
-  const Plan p = plan_for(device, q.scalar_type(), q.size(3), v.size(3));
-  cl_kernel dq = kernel_for(device, q.scalar_type(), p, "attention_backward_dq");
+  const Call call = call_for(q, k, v, bias, is_causal, scale);
+  cl_kernel dq = call.kernel("attention_backward_dq");
   tocl::ArgSetter a(dq);
   a.set(buffer_arg(grad_q)).set(strides_of(grad_q)).set(buffer_arg(stats));
   a.set(buffer_arg(grad_out)).set(strides_of(grad_out)).set(buffer_arg(out)).set(strides_of(out)).set(buffer_arg(lse));
-  set_inputs(a, in);
-  launch(q, dq, p, B * H, Lq);
-  cl_kernel dkv = kernel_for(device, q.scalar_type(), p, "attention_backward_dkv");
+  set_inputs(a, call.in);
+  launch(q, dq, call.plan, B * H, Lq);
+  cl_kernel dkv = call.kernel("attention_backward_dkv");
   tocl::ArgSetter b(dkv);
   b.set(buffer_arg(grad_k)).set(strides_of(grad_k)).set(buffer_arg(grad_v)).set(strides_of(grad_v));
   b.set(buffer_arg(stats)).set(buffer_arg(grad_out)).set(strides_of(grad_out));
-  set_inputs(b, in);
-  launch(q, dkv, p, B * H, Lk);
+  set_inputs(b, call.in);
+  launch(q, dkv, call.plan, B * H, Lk);
   return {grad_q, grad_k, grad_v, at::Tensor()};
 }
 
