@@ -5,7 +5,7 @@ process; medians, ratios, and the kernels one opencl call launches.
   transformer  bench_training.py's: batch 16, 4 heads, seq 64, head dim 16, q/k/v transposed views
   gpt          bench_vs_cuda.py's GPT-style step: batch 32 (--gpt-batch), 6 heads, seq 256, head dim 64
 
-    .venv/bin/python bench/bench_attention.py [--repeat 10] [--gpt-batch 32] [--forward-only]
+    .venv/bin/python bench/bench_attention.py [--repeat 10] [--gpt-batch 32] [--forward-only] [--dropout 0.1]
 
 The kernel class (CPU- or GPU-shaped forms) is the device's unless TORCH_OPENCL_KERNEL_CLASS forces one.
 """
@@ -28,8 +28,11 @@ def views(batch, heads, seq, head_dim, device):
     return [z.view(batch, seq, heads, head_dim).transpose(1, 2).detach().requires_grad_() for z in x.split(width, 2)]
 
 
+DROPOUT = 0.0  # --dropout: dropout_p of every call
+
+
 def step(q, k, v, grad, forward_only):
-    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=DROPOUT)
     if not forward_only:
         out.backward(grad)
 
@@ -59,13 +62,16 @@ def main():
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--gpt-batch", type=int, default=32)
     parser.add_argument("--forward-only", action="store_true")
+    parser.add_argument("--dropout", type=float, default=0.0, help="dropout_p (the fused kernels draw the mask)")
     args = parser.parse_args()
+    global DROPOUT
+    DROPOUT = args.dropout
     import torch_opencl  # noqa: F401
 
     form = torch.opencl._C._device_properties(0)["kernel_class"]
     what = "forward" if args.forward_only else "forward + backward"
     print(f"device: {torch.opencl.get_device_name()} | kernel class {form} | torch {torch.__version__} | "
-          f"causal SDPA {what}, median of {args.repeat}")
+          f"causal SDPA {what}, dropout_p {args.dropout}, median of {args.repeat}")
     print(f"{'shape (B, H, L, D)':<24}{'cpu ms':>9}{'math ms':>10}{'fused ms':>10}{'fused/math':>12}{'fused/cpu':>11}"
           f"{'launches math/fused':>21}")
     shapes = {"transformer": (16, 4, 64, 16), "gpt": (args.gpt_batch, 6, 256, 64)}

@@ -12,9 +12,17 @@
 // A row whose scores are all -inf gives 0 (output and gradients), as PyTorch's math path
 // (_safe_softmax) does; its logsumexp is -inf.
 //
+// Dropout (flag `dropout`, as flash attention): out = (Z * P) V with Z = keep / (1 - p) (drop_scale), keep
+// drawn from Philox-4x32-10 (philox.cl) as eager dropout draws: score (bh, i, j) is element
+// e = (bh * Lq + i) * Lk + j and takes lane e % 4 of block drop_block + e / 4 under `seed`, kept when its
+// low 24 bits are below keep_below (= ceil((1 - p) * 2^24)). The logsumexp stays that of the undropped
+// softmax; the backward redraws the same Z: dV = (Z * P)^T dO, dS = P * (Z * (dO V^T) - delta).
+//
 // Forms: *_rows give a work-item VR rows as vector lanes (below) and read the rows they share from
 // global memory; *_tiles give a work-item one row and a work-group BM rows of one head, and stage the
 // rows they all read through local memory, loaded coalesced.
+
+#include "philox.cl"
 
 #define CH 16  // keys scored at once in the rows form: one rescale of the accumulator per chunk
 #define VR 16
@@ -22,7 +30,22 @@
 #define ATTN_INPUTS                                                                                            \
   __global const T *q, ulong q_off, long4 sq, __global const T *k, ulong k_off, long4 sk, __global const T *v, \
       ulong v_off, long4 sv, __global const T *bias, ulong bias_off, long4 sb, int has_bias, long B, long H,   \
-      long Lq, long Lk, int D, int Dv, T scale, int causal
+      long Lq, long Lk, int D, int Dv, T scale, int causal, int dropout, uint keep_below, T drop_scale, ulong seed,  \
+      ulong drop_block
+
+#define DROP_ARGS seed, drop_block, keep_below, drop_scale
+
+// Dropout's factor for score element e (see above): drop_scale where it is kept, else 0. *r and *at cache
+// the Philox block last drawn (at its counter), so consecutive elements draw each block once.
+inline T drop_factor(ulong e, uint4 *r, ulong *at, ulong seed, ulong drop_block, uint keep_below, T drop_scale) {
+  const ulong counter = drop_block + (e >> 2);
+  if (counter != *at) {
+    *r = draw_block(seed, counter);
+    *at = counter;
+  }
+  const uint lane = (uint)(e & 3), w = lane == 0 ? r->x : lane == 1 ? r->y : lane == 2 ? r->z : r->w;
+  return (w & 0xffffffu) < keep_below ? drop_scale : (T)0;
+}
 
 // Keys row i attends to: [0, key_end).
 inline long key_end(long i, long Lk, int causal) { return causal ? min(i + 1, Lk) : Lk; }
@@ -67,8 +90,9 @@ inline T score_local(const T *qs, __local const T *kr, int D, T bias_v) {
 }
 
 // One online-softmax step over scores s[0, n) whose value rows are VROW(c) (element d at VROW(c)[d * VSD]):
-// m is the running max, l the running sum of exp(s - m), acc the running sum of exp(s - m) * v.
-#define ONLINE_STEP(s, n, VROW, VSD)                                    \
+// m is the running max, l the running sum of exp(s - m), acc the running sum of exp(s - m) * Z(c) * v
+// (Z(c) score c's dropout factor, evaluated only where `dropout` and the score is not masked).
+#define ONLINE_STEP(s, Z, n, VROW, VSD)                                 \
   {                                                                     \
     T cm = -INFINITY;                                                   \
     for (int c = 0; c < n; ++c) cm = fmax(cm, s[c]);                    \
@@ -82,7 +106,8 @@ inline T score_local(const T *qs, __local const T *kr, int D, T bias_v) {
         if (s[c] == -INFINITY) continue;                                \
         const T p = exp(s[c] - m);                                      \
         l += p;                                                         \
-        for (int d = 0; d < Dv; ++d) acc[d] += p * (VROW(c))[d * VSD]; \
+        const T pz = dropout ? p * Z(c) : p;                            \
+        for (int d = 0; d < Dv; ++d) acc[d] += pz * (VROW(c))[d * VSD]; \
       }                                                                 \
     }                                                                   \
   }
@@ -123,6 +148,8 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_forward_
   T m = -INFINITY, l = 0;
   const long group_end = key_end(min(first + BM, Lq) - 1, Lk, causal);
   const long jend = live ? key_end(i, Lk, causal) : 0;
+  uint4 rb;
+  ulong at = ~0ul;
   for (long j0 = 0; j0 < group_end; j0 += BN) {
     const int n = (int)min((long)BN, group_end - j0);
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -137,8 +164,10 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_forward_
       s[c] = x;
     }
 #define VROW(c) (vt + (c) * Dv)
-    ONLINE_STEP(s, n, VROW, 1)
+#define Z(c) drop_factor((bh * Lq + i) * Lk + j0 + (c), &rb, &at, DROP_ARGS)
+    ONLINE_STEP(s, Z, n, VROW, 1)
 #undef VROW
+#undef Z
   }
   if (live) STORE_ROW(out + out_off + b * so.x + h * so.y + i * so.z, so.w, lse[lse_off + bh * Lq + i])
 }
@@ -175,6 +204,8 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
   const long group_end = key_end(min(first + BM, Lq) - 1, Lk, causal);
   const long jend = live ? key_end(i, Lk, causal) : 0;
   T row_lse = live ? (T)lse[lse_off + r] : 0, m = -INFINITY, l = 0;
+  uint4 rb;
+  ulong at = ~0ul;
   // Pass 0 (EXACT_LSE only) recomputes the lse; pass 1 accumulates dQ.
   for (int pass = EXACT_LSE ? 0 : 1; pass < 2; ++pass) {
     for (long j0 = 0; j0 < group_end; j0 += BN) {
@@ -195,6 +226,7 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
         if (p == 0) continue;
         T dp = 0;
         for (int d = 0; d < Dv; ++d) dp += g[d] * vt[c * Dv + d];
+        if (dropout) dp *= drop_factor(r * Lk + j, &rb, &at, DROP_ARGS);
         const T ds = p * (dp - delta);
         for (int d = 0; d < D; ++d) acc[d] += ds * kt[c * D + d];
       }
@@ -230,6 +262,8 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
     vv[d] = live ? v[v_off + b * sv.x + h * sv.y + j * sv.z + d * sv.w] : 0;
     dva[d] = 0;
   }
+  uint4 rb;
+  ulong at = ~0ul;
   // Causal: query rows before the group's first key see none of its keys.
   for (long i0 = causal ? first : 0; i0 < Lq; i0 += BN) {
     const int n = (int)min((long)BN, Lq - i0);
@@ -247,13 +281,14 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
       if (causal && i < j) continue;
       const T p = prob(score_local(kk, qt + c * D, D, has_bias ? bc[i * sb.z] : (T)0), st[c]);
       if (p == 0) continue;
+      const T z = dropout ? drop_factor((bh * Lq + i) * Lk + j, &rb, &at, DROP_ARGS) : (T)1;
       T dp = 0;
       for (int d = 0; d < Dv; ++d) {
         const T gd = gt[c * Dv + d];
-        dva[d] += p * gd;
+        dva[d] += p * z * gd;
         dp += gd * vv[d];
       }
-      const T ds = p * (dp - st[BN + c]);
+      const T ds = p * (z * dp - st[BN + c]);
       for (int d = 0; d < D; ++d) dka[d] += ds * qt[c * D + d];
     }
   }
@@ -318,6 +353,9 @@ __kernel void attention_forward_rows(__global T *out, ulong out_off, long4 so, _
   const TI dead_row = iv >= (TV)(Lq);
   const long jend = key_end(i0 + live - 1, Lk, causal);  // the last row sees the most keys
   TV m = -INFINITY, l = 0;
+  uint4 rb[VR];  // each lane's last Philox block, for dropout
+  ulong at[VR];
+  for (int r = 0; r < VR; ++r) at[r] = ~0ul;
   for (long j0 = 0; j0 < jend; j0 += CH) {
     const int n = (int)min((long)CH, jend - j0);
     TV s[CH], cm = -INFINITY;
@@ -336,8 +374,14 @@ __kernel void attention_forward_rows(__global T *out, ulong out_off, long4 so, _
     for (int d = 0; d < Dv; ++d) acc[d] *= corr;
     m = mn;
     for (int c = 0; c < n; ++c) {
-      const TV p = prob_v(s[c], m, (TI)0);
+      TV p = prob_v(s[c], m, (TI)0);
       l += p;
+      if (dropout) {
+        T zt[VR];
+        for (int r = 0; r < VR; ++r)
+          zt[r] = r < live ? drop_factor((bh * Lq + i0 + r) * Lk + j0 + c, &rb[r], &at[r], DROP_ARGS) : 0;
+        p *= vload16(0, zt);
+      }
       __global const T *vr = vh + (j0 + c) * sv.z;
       for (int d = 0; d < Dv; ++d) acc[d] += p * (TV)(vr[d * sv.w]);
     }
@@ -379,6 +423,9 @@ __kernel void attention_backward_dq_rows(__global T *dq, ulong dq_off, long4 sdq
   T t[VR];
   for (int r = 0; r < VR; ++r) t[r] = r < live ? (T)lse[lse_off + r0 + r] : (T)0;
   TV row_lse = vload16(0, t), m = -INFINITY, l = 0;
+  uint4 rb[VR];  // each lane's last Philox block, for dropout
+  ulong at[VR];
+  for (int r = 0; r < VR; ++r) at[r] = ~0ul;
   // Pass 0 (EXACT_LSE only) recomputes the lse in T; pass 1 accumulates dQ.
   for (int pass = EXACT_LSE ? 0 : 1; pass < 2; ++pass) {
     for (long j = 0; j < jend; ++j) {
@@ -398,6 +445,10 @@ __kernel void attention_backward_dq_rows(__global T *dq, ulong dq_off, long4 sdq
       __global const T *kr = kh + j * sk.z;
       TV dp = 0;
       for (int d = 0; d < Dv; ++d) dp += g[d] * (TV)(vr[d * sv.w]);
+      if (dropout) {
+        for (int r = 0; r < VR; ++r) t[r] = r < live ? drop_factor((r0 + r) * Lk + j, &rb[r], &at[r], DROP_ARGS) : 0;
+        dp *= vload16(0, t);
+      }
       const TV ds = p * (dp - delta);
       for (int d = 0; d < D; ++d) acc[d] += ds * (TV)(kr[d * sk.w]);
     }
@@ -440,14 +491,24 @@ __kernel void attention_backward_dkv_rows(__global T *dk, ulong dk_off, long4 sd
     TI dead = dead_key;
     if (causal) dead |= jv > (TV)(i);
     const TV p = prob_v(x, (TV)(lse[i]), dead);
+    TV pz = p, z = 1;
+    if (dropout) {  // the lanes' elements are consecutive: one or a few Philox blocks
+      T zt[VR];
+      uint4 rb;
+      ulong at = ~0ul;
+      const ulong e0 = (bh * Lq + i) * Lk + j0;
+      for (int r = 0; r < VR; ++r) zt[r] = r < live ? drop_factor(e0 + r, &rb, &at, DROP_ARGS) : 0;
+      z = vload16(0, zt);
+      pz = p * z;
+    }
     __global const T *gi = doh + i * sdo.z;
     TV dp = 0;
     for (int d = 0; d < Dv; ++d) {
       const TV gd = (TV)(gi[d * sdo.w]);
-      dva[d] += p * gd;
+      dva[d] += pz * gd;
       dp += vv[d] * gd;
     }
-    const TV ds = p * (dp - (TV)(delta[i]));
+    const TV ds = p * (z * dp - (TV)(delta[i]));
     for (int d = 0; d < D; ++d) dka[d] += ds * (TV)(qi[d * sq.w]);
   }
   __global T *dkr = dk + dk_off + b * sdk.x + h * sdk.y + j0 * sdk.z;

@@ -1,8 +1,8 @@
 // scaled_dot_product_attention as fused kernels (kernels_cl/attention.cl): PyTorch's composite asks
 // the device's _fused_sdp_choice_stub which backend to run; ours answers `overrideable` for the calls
 // these kernels take (float32/float64, 4-D q/k/v of any strides with equal batch and heads, head dims
-// up to 128, causal or an additive/bool mask broadcastable to the scores, no dropout) and `math`
-// otherwise. attention.cpp then calls _scaled_dot_product_fused_attention_overrideable (a bool mask
+// up to 128, causal or an additive/bool mask broadcastable to the scores, dropout drawn in the kernels)
+// and `math` otherwise. attention.cpp then calls _scaled_dot_product_fused_attention_overrideable (a bool mask
 // already turned into a 0/-inf bias of q's dtype), and PyTorch's autograd formula for that op calls
 // its backward. Forward: one launch; backward: two (dQ over query rows, then dK/dV over key rows).
 #include <ATen/ATen.h>
@@ -27,6 +27,7 @@
 #include "aten/kernel_support/cl_types.h"
 #include "aten/kernel_support/dtype_fallback.h"
 #include "aten/kernel_support/opencl_tensor.h"
+#include "aten/generator.h"
 #include "runtime/device.h"
 #include "runtime/embedded_sources.h"
 #include "runtime/kernel_forms.h"
@@ -56,7 +57,7 @@ std::string unsupported(const at::Tensor& q, const at::Tensor& k, const at::Tens
   if (k.size(3) != q.size(3)) return "q and k must have the same head dim";
   if (q.size(3) < 1 || q.size(3) > kMaxHeadDim || v.size(3) < 1 || v.size(3) > kMaxHeadDim)
     return "head dims must be 1 to " + std::to_string(kMaxHeadDim);
-  if (dropout_p != 0.0) return "dropout_p must be 0";
+  if (!(dropout_p >= 0.0 && dropout_p <= 1.0)) return "dropout_p must be in [0, 1]";
   if (mask && mask->defined()) {
     if (is_causal) return "is_causal and an attn_mask together";
     if (mask->scalar_type() != at::kBool && mask->scalar_type() != type)
@@ -142,12 +143,19 @@ cl_long4 strides_of(const at::Tensor& t) {
   return s;
 }
 
+// Dropout's draws: probability p and where its Philox counters start (attention.cl's header).
+struct Dropout {
+  double p = 0;
+  uint64_t seed = 0, offset = 0;  // the generator's seed and offset (in 32-bit draws) when the forward ran
+};
+
 // The tensors every attention kernel reads, in ATTN_INPUTS' order.
 struct Inputs {
   const at::Tensor &q, &k, &v;
   at::Tensor bias;  // expanded to (B, H, Lq, Lk), or undefined
   bool causal;
   double scale;
+  Dropout dropout;
 };
 
 void set_inputs(tocl::ArgSetter& a, const Inputs& in) {
@@ -162,6 +170,13 @@ void set_inputs(tocl::ArgSetter& a, const Inputs& in) {
   const bool dbl = in.q.scalar_type() == at::kDouble;
   a.set(tocl::RawArg{dbl ? sizeof(double) : sizeof(float), dbl ? static_cast<const void*>(&in.scale) : &scale_f});
   a.set(static_cast<cl_int>(in.causal));
+  // Dropout: kept when a draw's low 24 bits are below ceil((1 - p) * 2^24), i.e. its uniform < 1 - p.
+  const double p = in.dropout.p, keep = 1.0 - p;
+  const double drop_scale = keep > 0 ? 1.0 / keep : 0.0;  // p == 1 drops every weight: zeros, not NaN
+  const float drop_scale_f = static_cast<float>(drop_scale);
+  a.set(static_cast<cl_int>(p > 0)).set(static_cast<cl_uint>(std::ceil(keep * 16777216.0)));
+  a.set(tocl::RawArg{dbl ? sizeof(double) : sizeof(float), dbl ? static_cast<const void*>(&drop_scale) : &drop_scale_f});
+  a.set(static_cast<cl_ulong>(in.dropout.seed)).set(static_cast<cl_ulong>((in.dropout.offset + 3) / 4));
 }
 
 // Launches a kernel over `rows` rows of each (batch, head): the tiled form a work-item per row in
@@ -208,10 +223,25 @@ struct Call {
 };
 
 Call call_for(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& bias,
-              bool is_causal, std::optional<double> scale) {
+              bool is_causal, std::optional<double> scale, const Dropout& dropout) {
   const int device = device_index(q);
-  return {Inputs{q, k, v, expanded_bias(bias, q, k), is_causal, scale_of(q, scale)}, device,
+  return {Inputs{q, k, v, expanded_bias(bias, q, k), is_causal, scale_of(q, scale), dropout}, device,
           plan_for(device, q.scalar_type(), q.size(3), v.size(3))};
+}
+
+// Reserves the forward's dropout draws from the device's default generator, under its mutex as
+// aten/native/random.cpp does: one Philox block (four draws) per four scores of the (B, H, Lq, Lk) grid.
+Dropout draw_dropout(const at::Tensor& q, const at::Tensor& k, double p) {
+  Dropout d;
+  d.p = p;
+  if (p == 0) return d;
+  auto* gen = at::get_generator_or_default<OpenCLGeneratorImpl>(std::nullopt, default_generator(device_index(q)));
+  const uint64_t scores = static_cast<uint64_t>(q.size(0) * q.size(1) * q.size(2) * k.size(2));
+  std::lock_guard<std::mutex> lock(gen->mutex_);
+  d.seed = gen->current_seed();
+  const uint64_t unaligned = gen->get_offset() % 4 ? 4 : 0;  // an offset set by hand: the kernels round it up
+  d.offset = gen->advance(4 * ((scores + 3) / 4) + unaligned);
+  return d;
 }
 
 using ForwardResult = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor,
@@ -228,14 +258,19 @@ ForwardResult fused_attention(const at::Tensor& q, const at::Tensor& k, const at
   const int64_t B = q.size(0), H = q.size(1), Lq = q.size(2), Lk = k.size(2);
   auto out = output_like(q, v.size(3));
   auto lse = at::empty({B, H, Lq}, q.options().dtype(at::kFloat));
-  const Call call = call_for(q, k, v, attn_bias, is_causal, scale);
+  const Dropout dropout = draw_dropout(q, k, dropout_p);
+  const Call call = call_for(q, k, v, attn_bias, is_causal, scale, dropout);
   cl_kernel kernel = call.kernel("attention_forward");
   tocl::ArgSetter a(kernel);
   a.set(buffer_arg(out)).set(strides_of(out)).set(buffer_arg(lse));
   set_inputs(a, call.in);
   launch(q, kernel, call.plan, B * H, Lq);
-  // No random numbers are drawn (dropout_p is 0): the seed and offset are placeholders, as on XPU.
+  // The backward redraws the dropout mask from these (placeholders without dropout, as on XPU).
   auto seed = at::empty({}, at::dtype(at::kLong)), offset = at::empty({}, at::dtype(at::kLong));
+  if (dropout_p > 0) {
+    seed.fill_(static_cast<int64_t>(dropout.seed));
+    offset.fill_(static_cast<int64_t>(dropout.offset));
+  }
   return {out, lse, at::Tensor(), at::Tensor(), c10::SymInt(Lq), c10::SymInt(Lk), seed, offset, at::Tensor()};
 }
 
@@ -244,7 +279,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
     const at::Tensor& attn_bias, std::array<bool, 4> grad_input_mask, const at::Tensor& out,
     const at::Tensor& logsumexp, const at::Tensor& /*cum_seq_q*/, const at::Tensor& /*cum_seq_k*/,
     c10::SymInt /*max_q*/, c10::SymInt /*max_k*/, double dropout_p, bool is_causal,
-    const at::Tensor& /*philox_seed*/, const at::Tensor& /*philox_offset*/, std::optional<double> scale) {
+    const at::Tensor& philox_seed, const at::Tensor& philox_offset, std::optional<double> scale) {
   constexpr const char* op = "_scaled_dot_product_fused_attention_overrideable_backward";
   const std::optional<at::Tensor> bias = attn_bias.defined() ? std::optional<at::Tensor>(attn_bias) : std::nullopt;
   check_supported(q, k, v, bias, dropout_p, is_causal, op);
@@ -266,7 +301,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   auto grad_q = at::empty_like(q), grad_k = at::empty_like(k), grad_v = at::empty_like(v);
   const auto lse = logsumexp.contiguous();
   auto stats = at::empty({2, B * H * Lq}, q.options());  // each row's lse and delta, for the dK/dV launch
-  const Call call = call_for(q, k, v, bias, is_causal, scale);
+  Dropout dropout;
+  dropout.p = dropout_p;
+  if (dropout_p > 0) {
+    for (const at::Tensor* t : {&philox_seed, &philox_offset})
+      TORCH_CHECK(t->defined() && t->numel() == 1 && t->scalar_type() == at::kLong, op,
+                  " on opencl: with dropout_p > 0, philox_seed and philox_offset must be the forward's one-element "
+                  "int64 tensors");
+    dropout.seed = static_cast<uint64_t>(philox_seed.item<int64_t>());
+    dropout.offset = static_cast<uint64_t>(philox_offset.item<int64_t>());
+  }
+  const Call call = call_for(q, k, v, bias, is_causal, scale, dropout);
   cl_kernel dq = call.kernel("attention_backward_dq");
   tocl::ArgSetter a(dq);
   a.set(buffer_arg(grad_q)).set(strides_of(grad_q)).set(buffer_arg(stats));
