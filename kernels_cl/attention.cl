@@ -6,6 +6,8 @@
 //   TV, TI  the rows (CPU) form: vectors of VR = 16 rows' values in T, and the matching comparison type
 //   EXACT_LSE  1 where the forward's float32 logsumexp is too coarse for T (double): the backward
 //              recomputes it
+// Grouped-query attention: k and v have Hk heads, H a multiple of them; query head h reads k/v head
+// h / (H / Hk), and the dK/dV kernels walk the H / Hk query heads of their k/v head.
 // Tensors are 4-D (B, H, rows, head dim) of any strides, passed as long4 (b, h, row, d) element
 // strides; the bias (an additive mask, bool masks already turned into 0/-inf by PyTorch) has stride 0
 // on its broadcast dims. Causal is top-left aligned: row i sees keys j <= i, as tril(ones(Lq, Lk)).
@@ -30,8 +32,8 @@
 #define ATTN_INPUTS                                                                                            \
   __global const T *q, ulong q_off, long4 sq, __global const T *k, ulong k_off, long4 sk, __global const T *v, \
       ulong v_off, long4 sv, __global const T *bias, ulong bias_off, long4 sb, int has_bias, long B, long H,   \
-      long Lq, long Lk, int D, int Dv, T scale, int causal, int dropout, uint keep_below, T drop_scale, ulong seed,  \
-      ulong drop_block
+      long Hk, long Lq, long Lk, int D, int Dv, T scale, int causal, int dropout, uint keep_below,             \
+      T drop_scale, ulong seed, ulong drop_block
 
 #define DROP_ARGS seed, drop_block, keep_below, drop_scale
 
@@ -139,8 +141,9 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_forward_
   const int lid = get_local_id(0);
   const long i = first + lid;
   const int live = i < Lq;
-  __global const T *kh = k + k_off + b * sk.x + h * sk.y;
-  __global const T *vh = v + v_off + b * sv.x + h * sv.y;
+  const long hk = h / (H / Hk);  // grouped-query attention: the query head's k/v head
+  __global const T *kh = k + k_off + b * sk.x + hk * sk.y;
+  __global const T *vh = v + v_off + b * sv.x + hk * sv.y;
   __global const T *br = bias + bias_off + b * sb.x + h * sb.y + i * sb.z;
   T qs[DH], acc[DH];
   for (int d = 0; d < D; ++d) qs[d] = live ? scale * q[q_off + b * sq.x + h * sq.y + i * sq.z + d * sq.w] : 0;
@@ -188,8 +191,9 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
   const int lid = get_local_id(0);
   const long i = first + lid, r = bh * Lq + i;
   const int live = i < Lq;
-  __global const T *kh = k + k_off + b * sk.x + h * sk.y;
-  __global const T *vh = v + v_off + b * sv.x + h * sv.y;
+  const long hk = h / (H / Hk);  // grouped-query attention: the query head's k/v head
+  __global const T *kh = k + k_off + b * sk.x + hk * sk.y;
+  __global const T *vh = v + v_off + b * sv.x + hk * sv.y;
   __global const T *br = bias + bias_off + b * sb.x + h * sb.y + i * sb.z;
   T qs[DH], g[DH], acc[DH];
   T delta = 0;
@@ -244,57 +248,60 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
     __global T *dk, ulong dk_off, long4 sdk, __global T *dv, ulong dv_off, long4 sdv, __global const T *stats,
     ulong stats_off, __global const T *dout, ulong do_off, long4 sdo, ATTN_INPUTS) {
   __local T qt[BN * DH], gt[BN * DH], st[2 * BN];
-  const Part part = part_of(get_group_id(0), BM, Lk, H);
-  const long rows = B * H * Lq, bh = part.bh, b = part.b, h = part.h, first = part.first;
+  const Part part = part_of(get_group_id(0), BM, Lk, Hk);  // keys of k/v head hk
+  const long rows = B * H * Lq, b = part.b, hk = part.h, first = part.first, G = H / Hk;
   const int lid = get_local_id(0);
   const long j = first + lid;
   const int live = j < Lk;
-  __global const T *qh = q + q_off + b * sq.x + h * sq.y;
-  __global const T *doh = dout + do_off + b * sdo.x + h * sdo.y;
-  __global const T *bc = bias + bias_off + b * sb.x + h * sb.y + j * sb.w;
-  __global const T *lse = stats + stats_off + bh * Lq, *delta = lse + rows;
   T kk[DH], vv[DH], dka[DH], dva[DH];
   for (int d = 0; d < D; ++d) {
-    kk[d] = live ? scale * k[k_off + b * sk.x + h * sk.y + j * sk.z + d * sk.w] : 0;
+    kk[d] = live ? scale * k[k_off + b * sk.x + hk * sk.y + j * sk.z + d * sk.w] : 0;
     dka[d] = 0;
   }
   for (int d = 0; d < Dv; ++d) {
-    vv[d] = live ? v[v_off + b * sv.x + h * sv.y + j * sv.z + d * sv.w] : 0;
+    vv[d] = live ? v[v_off + b * sv.x + hk * sv.y + j * sv.z + d * sv.w] : 0;
     dva[d] = 0;
   }
   uint4 rb;
   ulong at = ~0ul;
-  // Causal: query rows before the group's first key see none of its keys.
-  for (long i0 = causal ? first : 0; i0 < Lq; i0 += BN) {
-    const int n = (int)min((long)BN, Lq - i0);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    stage(qt, qh, i0, n, D, sq.z, sq.w, lid);
-    stage(gt, doh, i0, n, Dv, sdo.z, sdo.w, lid);
-    for (int c = lid; c < n; c += BM) {
-      st[c] = lse[i0 + c];
-      st[BN + c] = delta[i0 + c];
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (!live) continue;
-    for (int c = 0; c < n; ++c) {
-      const long i = i0 + c;
-      if (causal && i < j) continue;
-      const T p = prob(score_local(kk, qt + c * D, D, has_bias ? bc[i * sb.z] : (T)0), st[c]);
-      if (p == 0) continue;
-      const T z = dropout ? drop_factor((bh * Lq + i) * Lk + j, &rb, &at, DROP_ARGS) : (T)1;
-      T dp = 0;
-      for (int d = 0; d < Dv; ++d) {
-        const T gd = gt[c * Dv + d];
-        dva[d] += p * z * gd;
-        dp += gd * vv[d];
+  for (long h = hk * G; h < (hk + 1) * G; ++h) {  // the query heads reading this k/v head
+    const long bh = b * H + h;
+    __global const T *qh = q + q_off + b * sq.x + h * sq.y;
+    __global const T *doh = dout + do_off + b * sdo.x + h * sdo.y;
+    __global const T *bc = bias + bias_off + b * sb.x + h * sb.y + j * sb.w;
+    __global const T *lse = stats + stats_off + bh * Lq, *delta = lse + rows;
+    // Causal: query rows before the group's first key see none of its keys.
+    for (long i0 = causal ? first : 0; i0 < Lq; i0 += BN) {
+      const int n = (int)min((long)BN, Lq - i0);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      stage(qt, qh, i0, n, D, sq.z, sq.w, lid);
+      stage(gt, doh, i0, n, Dv, sdo.z, sdo.w, lid);
+      for (int c = lid; c < n; c += BM) {
+        st[c] = lse[i0 + c];
+        st[BN + c] = delta[i0 + c];
       }
-      const T ds = p * (z * dp - st[BN + c]);
-      for (int d = 0; d < D; ++d) dka[d] += ds * qt[c * D + d];
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (!live) continue;
+      for (int c = 0; c < n; ++c) {
+        const long i = i0 + c;
+        if (causal && i < j) continue;
+        const T p = prob(score_local(kk, qt + c * D, D, has_bias ? bc[i * sb.z] : (T)0), st[c]);
+        if (p == 0) continue;
+        const T z = dropout ? drop_factor((bh * Lq + i) * Lk + j, &rb, &at, DROP_ARGS) : (T)1;
+        T dp = 0;
+        for (int d = 0; d < Dv; ++d) {
+          const T gd = gt[c * Dv + d];
+          dva[d] += p * z * gd;
+          dp += gd * vv[d];
+        }
+        const T ds = p * (z * dp - st[BN + c]);
+        for (int d = 0; d < D; ++d) dka[d] += ds * qt[c * D + d];
+      }
     }
   }
   if (!live) return;
-  __global T *dkr = dk + dk_off + b * sdk.x + h * sdk.y + j * sdk.z;
-  __global T *dvr = dv + dv_off + b * sdv.x + h * sdv.y + j * sdv.z;
+  __global T *dkr = dk + dk_off + b * sdk.x + hk * sdk.y + j * sdk.z;
+  __global T *dvr = dv + dv_off + b * sdv.x + hk * sdv.y + j * sdv.z;
   for (int d = 0; d < D; ++d) dkr[d * sdk.w] = scale * dka[d];
   for (int d = 0; d < Dv; ++d) dvr[d * sdv.w] = dva[d];
 }
@@ -343,8 +350,9 @@ __kernel void attention_forward_rows(__global T *out, ulong out_off, long4 so, _
   const long bh = part.bh, b = part.b, h = part.h, i0 = part.first;
   const int live = (int)min((long)VR, Lq - i0);
   __global const T *qr = q + q_off + b * sq.x + h * sq.y + i0 * sq.z;
-  __global const T *kh = k + k_off + b * sk.x + h * sk.y;
-  __global const T *vh = v + v_off + b * sv.x + h * sv.y;
+  const long hk = h / (H / Hk);  // grouped-query attention: the query head's k/v head
+  __global const T *kh = k + k_off + b * sk.x + hk * sk.y;
+  __global const T *vh = v + v_off + b * sv.x + hk * sv.y;
   __global const T *br = bias + bias_off + b * sb.x + h * sb.y + i0 * sb.z;
   TV qs[DH], acc[DH];
   for (int d = 0; d < D; ++d) qs[d] = scale * gather_rows(qr + d * sq.w, sq.z, live);
@@ -405,8 +413,9 @@ __kernel void attention_backward_dq_rows(__global T *dq, ulong dq_off, long4 sdq
   __global const T *qr = q + q_off + b * sq.x + h * sq.y + i0 * sq.z;
   __global const T *dor = dout + do_off + b * sdo.x + h * sdo.y + i0 * sdo.z;
   __global const T *orow = out + o_off + b * so.x + h * so.y + i0 * so.z;
-  __global const T *kh = k + k_off + b * sk.x + h * sk.y;
-  __global const T *vh = v + v_off + b * sv.x + h * sv.y;
+  const long hk = h / (H / Hk);  // grouped-query attention: the query head's k/v head
+  __global const T *kh = k + k_off + b * sk.x + hk * sk.y;
+  __global const T *vh = v + v_off + b * sv.x + hk * sv.y;
   __global const T *br = bias + bias_off + b * sb.x + h * sb.y + i0 * sb.z;
   TV qs[DH], g[DH], acc[DH], delta = 0;
   for (int d = 0; d < D; ++d) {
@@ -463,16 +472,12 @@ __kernel void attention_backward_dq_rows(__global T *dq, ulong dq_off, long4 sdq
 __kernel void attention_backward_dkv_rows(__global T *dk, ulong dk_off, long4 sdk, __global T *dv, ulong dv_off,
                                           long4 sdv, __global const T *stats, ulong stats_off,
                                           __global const T *dout, ulong do_off, long4 sdo, ATTN_INPUTS) {
-  const Part part = part_of(get_global_id(0), VR, Lk, H);
-  if (part.bh >= B * H) return;
-  const long rows = B * H * Lq, bh = part.bh, b = part.b, h = part.h, j0 = part.first;
+  const Part part = part_of(get_global_id(0), VR, Lk, Hk);  // keys of k/v head hk
+  if (part.bh >= B * Hk) return;
+  const long rows = B * H * Lq, b = part.b, hk = part.h, j0 = part.first, G = H / Hk;
   const int live = (int)min((long)VR, Lk - j0);
-  __global const T *qh = q + q_off + b * sq.x + h * sq.y;
-  __global const T *doh = dout + do_off + b * sdo.x + h * sdo.y;
-  __global const T *kr = k + k_off + b * sk.x + h * sk.y + j0 * sk.z;
-  __global const T *vr = v + v_off + b * sv.x + h * sv.y + j0 * sv.z;
-  __global const T *bc = bias + bias_off + b * sb.x + h * sb.y + j0 * sb.w;
-  __global const T *lse = stats + stats_off + bh * Lq, *delta = lse + rows;
+  __global const T *kr = k + k_off + b * sk.x + hk * sk.y + j0 * sk.z;
+  __global const T *vr = v + v_off + b * sv.x + hk * sv.y + j0 * sv.z;
   TV kk[DH], vv[DH], dka[DH], dva[DH];
   for (int d = 0; d < D; ++d) {
     kk[d] = scale * gather_rows(kr + d * sk.w, sk.z, live);
@@ -484,35 +489,42 @@ __kernel void attention_backward_dkv_rows(__global T *dk, ulong dk_off, long4 sd
   }
   const TV jv = (TV)(j0) + LANES;
   const TI dead_key = jv >= (TV)(Lk);
-  for (long i = causal ? j0 : 0; i < Lq; ++i) {  // causal: rows before the first key see none of these keys
-    __global const T *qi = qh + i * sq.z;
-    TV x = score_rows(kk, qi, sq.w, D);
-    if (has_bias) x += gather_rows(bc + i * sb.z, sb.w, live);
-    TI dead = dead_key;
-    if (causal) dead |= jv > (TV)(i);
-    const TV p = prob_v(x, (TV)(lse[i]), dead);
-    TV pz = p, z = 1;
-    if (dropout) {  // the lanes' elements are consecutive: one or a few Philox blocks
-      T zt[VR];
-      uint4 rb;
-      ulong at = ~0ul;
-      const ulong e0 = (bh * Lq + i) * Lk + j0;
-      for (int r = 0; r < VR; ++r) zt[r] = r < live ? drop_factor(e0 + r, &rb, &at, DROP_ARGS) : 0;
-      z = vload16(0, zt);
-      pz = p * z;
+  for (long h = hk * G; h < (hk + 1) * G; ++h) {  // the query heads reading this k/v head
+    const long bh = b * H + h;
+    __global const T *qh = q + q_off + b * sq.x + h * sq.y;
+    __global const T *doh = dout + do_off + b * sdo.x + h * sdo.y;
+    __global const T *bc = bias + bias_off + b * sb.x + h * sb.y + j0 * sb.w;
+    __global const T *lse = stats + stats_off + bh * Lq, *delta = lse + rows;
+    for (long i = causal ? j0 : 0; i < Lq; ++i) {  // causal: rows before the first key see none of these keys
+      __global const T *qi = qh + i * sq.z;
+      TV x = score_rows(kk, qi, sq.w, D);
+      if (has_bias) x += gather_rows(bc + i * sb.z, sb.w, live);
+      TI dead = dead_key;
+      if (causal) dead |= jv > (TV)(i);
+      const TV p = prob_v(x, (TV)(lse[i]), dead);
+      TV pz = p, z = 1;
+      if (dropout) {  // the lanes' elements are consecutive: one or a few Philox blocks
+        T zt[VR];
+        uint4 rb;
+        ulong at = ~0ul;
+        const ulong e0 = (bh * Lq + i) * Lk + j0;
+        for (int r = 0; r < VR; ++r) zt[r] = r < live ? drop_factor(e0 + r, &rb, &at, DROP_ARGS) : 0;
+        z = vload16(0, zt);
+        pz = p * z;
+      }
+      __global const T *gi = doh + i * sdo.z;
+      TV dp = 0;
+      for (int d = 0; d < Dv; ++d) {
+        const TV gd = (TV)(gi[d * sdo.w]);
+        dva[d] += pz * gd;
+        dp += vv[d] * gd;
+      }
+      const TV ds = p * (z * dp - (TV)(delta[i]));
+      for (int d = 0; d < D; ++d) dka[d] += ds * (TV)(qi[d * sq.w]);
     }
-    __global const T *gi = doh + i * sdo.z;
-    TV dp = 0;
-    for (int d = 0; d < Dv; ++d) {
-      const TV gd = (TV)(gi[d * sdo.w]);
-      dva[d] += pz * gd;
-      dp += vv[d] * gd;
-    }
-    const TV ds = p * (z * dp - (TV)(delta[i]));
-    for (int d = 0; d < D; ++d) dka[d] += ds * (TV)(qi[d * sq.w]);
   }
-  __global T *dkr = dk + dk_off + b * sdk.x + h * sdk.y + j0 * sdk.z;
-  __global T *dvr = dv + dv_off + b * sdv.x + h * sdv.y + j0 * sdv.z;
+  __global T *dkr = dk + dk_off + b * sdk.x + hk * sdk.y + j0 * sdk.z;
+  __global T *dvr = dv + dv_off + b * sdv.x + hk * sdv.y + j0 * sdv.z;
   for (int d = 0; d < D; ++d) scatter_rows(dkr + d * sdk.w, sdk.z, live, scale * dka[d]);
   for (int d = 0; d < Dv; ++d) scatter_rows(dvr + d * sdv.w, sdv.z, live, dva[d]);
 }

@@ -130,10 +130,13 @@ def test_choice_and_what_stays_on_math():
     assert torch._fused_sdp_choice(q, k, v, dropout_p=0.1) == SDPBackend.OVERRIDEABLE.value
     assert torch._fused_sdp_choice(q.half(), k.half(), v.half()) == SDPBackend.MATH.value
 
-    # Grouped-query attention (2 key/value heads for 4 query heads): math, against CPU.
-    kg, vg = k[:, :2], v[:, :2]
-    got = F.scaled_dot_product_attention(q, kg, vg, enable_gqa=True, is_causal=True)
-    want = F.scaled_dot_product_attention(q.cpu(), kg.cpu(), vg.cpu(), enable_gqa=True, is_causal=True)
+    # Grouped-query attention is fused with enable_gqa=True (test_grouped_query_attention); unequal heads
+    # without it, or a head count that is not a multiple, stay on math (which broadcasts or raises, as CPU).
+    assert torch._fused_sdp_choice(q, k[:, :2], v[:, :2], enable_gqa=True) == SDPBackend.OVERRIDEABLE.value
+    assert torch._fused_sdp_choice(q, k[:, :2], v[:, :2]) == SDPBackend.MATH.value
+    assert torch._fused_sdp_choice(q, k[:, :3], v[:, :3], enable_gqa=True) == SDPBackend.MATH.value
+    got = F.scaled_dot_product_attention(q, k[:, :1], v[:, :1])  # a single k/v head broadcasts on math
+    want = F.scaled_dot_product_attention(q.cpu(), k[:, :1].cpu(), v[:, :1].cpu())
     torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
 
     # A float mask that requires grad gets its gradient from the math path.
@@ -163,6 +166,10 @@ def test_bad_input_gives_clear_errors():
         op(q, k[..., :8], v)
     with pytest.raises(RuntimeError, match="head dims must be 1 to 128"):
         op(*(torch.randn(1, 1, 4, 160, device=DEV) for _ in range(3)))
+    with pytest.raises(RuntimeError, match="q's head count must be a multiple of k and v's"):
+        op(torch.randn(1, 3, 8, 16, device=DEV), k, v)
+    with pytest.raises(RuntimeError, match="k and v must have the same head count"):
+        op(q, k, v[:, :1])
     with pytest.raises(RuntimeError, match="attn_mask must broadcast"):
         op(q, k, v, torch.zeros(3, 8, device=DEV))
     with pytest.raises(RuntimeError, match="attn_bias must have q's dtype"):
@@ -211,14 +218,18 @@ def seed_and_offset(q, k, v, p, **kw):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
-@pytest.mark.parametrize("masking", ["causal", "bool_mask", "float_mask"])
+@pytest.mark.parametrize("masking", ["causal", "bool_mask", "float_mask", "gqa_causal"])
 def test_dropout_against_cpu_math_with_the_kernels_mask(dtype, masking):
     """out and the three gradients against CPU's math path (_scaled_dot_product_attention_math) given the
-    mask the kernels draw; Lk = 19 puts score rows across Philox blocks."""
+    mask the kernels draw; Lk = 19 puts score rows across Philox blocks. gqa_causal: 3 query heads share
+    one k/v head (enable_gqa), the mask is over the query heads."""
     b, h, lq, lk, p = 2, 3, 13, 19, 0.3
     q, k, v = qkv(b, h, lq, lk, 16, 8, dtype=dtype)
     kw, mask = {}, None
-    if masking == "causal":
+    if masking == "gqa_causal":
+        k, v = k[:, :1].contiguous(), v[:, :1].contiguous()
+        kw["enable_gqa"] = True
+    if masking.endswith("causal"):
         kw["is_causal"] = True
     elif masking == "bool_mask":
         mask = torch.rand(b, 1, lq, lk) > 0.3
@@ -226,7 +237,7 @@ def test_dropout_against_cpu_math_with_the_kernels_mask(dtype, masking):
     else:
         mask = torch.randn(1, h, lq, lk, dtype=dtype)
     torch.manual_seed(7)
-    seed, offset = seed_and_offset(q, k, v, p, **kw)
+    seed, offset = seed_and_offset(q, k, v, p, is_causal=kw.get("is_causal", False))
     assert offset == 0  # torch.manual_seed resets the opencl generator's offset
     keep = keep_mask(seed, offset, (b, h, lq, lk), p)
     leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
@@ -298,6 +309,29 @@ def test_transformer_encoder_layer_trains_with_dropout_on_the_fused_kernels():
         layer(x).sum().backward()
     assert fused_ran(names) == FUSED
     assert all(torch.isfinite(p.grad.cpu()).all() for p in layer.parameters())
+
+
+@pytest.mark.parametrize(
+    "hq, hkv, masking, dtype",
+    [(4, 2, "causal", torch.float32), (6, 1, "float_mask", torch.float32), (3, 3, "bool_mask", torch.float32),
+     (4, 2, "causal", torch.float64)],
+    ids=["4/2_causal", "6/1_mask", "3/3", "4/2_f64"],
+)
+def test_grouped_query_attention(hq, hkv, masking, dtype):
+    """enable_gqa=True: ATen passes k and v with their own (fewer) heads; query head h reads k/v head
+    h / (hq / hkv) and dK/dV sum over the query heads of a group. Against CPU, forward and backward."""
+    q, k, v = qkv(2, hq, 13, 19, 16, 8, dtype=dtype)
+    k, v = k[:, :hkv].contiguous(), v[:, :hkv].contiguous()
+    kw, mask = {"enable_gqa": True}, None
+    if masking == "causal":
+        kw["is_causal"] = True
+    elif masking == "float_mask":
+        mask = torch.randn(1, hq, 13, 19, dtype=dtype)  # a mask per query head
+    else:
+        mask = torch.rand(13, 19) > 0.3
+        mask[:, 0] = True
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=1e-10, atol=1e-12)
+    assert fused_ran(check_against_cpu(q, k, v, mask, **tol, **kw)) == FUSED
 
 
 class Attention(nn.Module):

@@ -1,10 +1,11 @@
 // scaled_dot_product_attention as fused kernels (kernels_cl/attention.cl): PyTorch's composite asks
 // the device's _fused_sdp_choice_stub which backend to run; ours answers `overrideable` for the calls
-// these kernels take (float32/float64, 4-D q/k/v of any strides with equal batch and heads, head dims
-// up to 128, causal or an additive/bool mask broadcastable to the scores, dropout drawn in the kernels)
-// and `math` otherwise. attention.cpp then calls _scaled_dot_product_fused_attention_overrideable (a bool mask
-// already turned into a 0/-inf bias of q's dtype), and PyTorch's autograd formula for that op calls
-// its backward. Forward: one launch; backward: two (dQ over query rows, then dK/dV over key rows).
+// these kernels take (float32/float64, 4-D q/k/v of any strides with equal batch and heads, or with
+// enable_gqa query heads a multiple of the k/v heads, head dims up to 128, causal or an additive/bool mask
+// broadcastable to the scores, dropout drawn in the kernels) and `math` otherwise. attention.cpp then
+// calls _scaled_dot_product_fused_attention_overrideable (a bool mask already turned into a 0/-inf bias of
+// q's dtype; k and v as given, unexpanded for enable_gqa), and PyTorch's autograd formula for that op
+// calls its backward. Forward: one launch; backward: two (dQ over query rows, then dK/dV over key rows).
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 #include <ATen/ExpandUtils.h>
@@ -39,8 +40,10 @@ namespace {
 constexpr int64_t kMaxHeadDim = 128;
 
 // Why the fused kernels cannot take this call ("" when they can).
+// enable_gqa: q may have a multiple of k and v's heads (the fused op always allows it: ATen passes k and v
+// unexpanded and only calls it when F.scaled_dot_product_attention was given enable_gqa=True).
 std::string unsupported(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                        const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal) {
+                        const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal, bool enable_gqa) {
   for (const at::Tensor* t : {&q, &k, &v}) {
     if (!t->defined() || t->is_nested() || t->layout() != at::kStrided) return "q, k and v must be strided tensors";
     if (t->dim() != 4) return "q, k and v must be 4-D (batch, heads, sequence, head dim)";
@@ -51,8 +54,13 @@ std::string unsupported(const at::Tensor& q, const at::Tensor& k, const at::Tens
   const auto type = q.scalar_type();
   if (type != at::kFloat && type != at::kDouble) return "the dtype must be float32 or float64";
   if (!device_supports(type, q.device().index())) return "the device has no float64 (cl_khr_fp64)";
-  if (k.size(0) != q.size(0) || v.size(0) != q.size(0) || k.size(1) != q.size(1) || v.size(1) != q.size(1))
-    return "q, k and v must have the same batch and head counts (no broadcasting or grouped-query attention)";
+  if (k.size(0) != q.size(0) || v.size(0) != q.size(0)) return "q, k and v must have the same batch size";
+  if (k.size(1) != v.size(1)) return "k and v must have the same head count";
+  if (k.size(1) != q.size(1)) {
+    if (!enable_gqa) return "q, k and v must have the same head count without enable_gqa=True (no broadcasting)";
+    if (k.size(1) == 0 || q.size(1) % k.size(1) != 0)
+      return "with enable_gqa, q's head count must be a multiple of k and v's";
+  }
   if (k.size(2) != v.size(2)) return "k and v must have the same sequence length";
   if (k.size(3) != q.size(3)) return "q and k must have the same head dim";
   if (q.size(3) < 1 || q.size(3) > kMaxHeadDim || v.size(3) < 1 || v.size(3) > kMaxHeadDim)
@@ -73,7 +81,7 @@ std::string unsupported(const at::Tensor& q, const at::Tensor& k, const at::Tens
 
 void check_supported(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                      const std::optional<at::Tensor>& bias, double dropout_p, bool is_causal, const char* op) {
-  const std::string why = unsupported(q, k, v, bias, dropout_p, is_causal);
+  const std::string why = unsupported(q, k, v, bias, dropout_p, is_causal, /*enable_gqa=*/true);
   TORCH_CHECK(why.empty(), op, " on opencl: ", why, "; got q ", q.sizes(), " ", q.scalar_type(), " on ",
               q.device(), ", k ", k.sizes(), " ", k.scalar_type(), " on ", k.device(), ", v ", v.sizes(), " ",
               v.scalar_type(), " on ", v.device(),
@@ -87,9 +95,9 @@ void check_supported(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
 // The backend for F.scaled_dot_product_attention (at::SDPBackend), honouring torch.nn.attention.sdpa_kernel.
 int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                          const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal,
-                         std::optional<double> /*scale*/, bool /*enable_gqa: equal head counts are checked*/) {
+                         std::optional<double> /*scale*/, bool enable_gqa) {
   const auto& ctx = at::globalContext();
-  const std::string why = unsupported(q, k, v, mask, dropout_p, is_causal);
+  const std::string why = unsupported(q, k, v, mask, dropout_p, is_causal, enable_gqa);
   if (why.empty() && ctx.userEnabledOverrideableSDP()) return static_cast<int64_t>(at::SDPBackend::overrideable);
   if (ctx.userEnabledMathSDP()) return static_cast<int64_t>(at::SDPBackend::math);
   TORCH_CHECK(false, "scaled_dot_product_attention on opencl: the math backend is disabled and the fused kernel ",
@@ -164,7 +172,8 @@ void set_inputs(tocl::ArgSetter& a, const Inputs& in) {
   a.set(buffer_arg(in.v)).set(strides_of(in.v));
   a.set(has_bias ? buffer_arg(in.bias) : tocl::BufferArg{nullptr, 0}).set(has_bias ? strides_of(in.bias) : cl_long4{});
   a.set(static_cast<cl_int>(has_bias));
-  for (const int64_t n : {in.q.size(0), in.q.size(1), in.q.size(2), in.k.size(2)}) a.set(static_cast<cl_long>(n));
+  for (const int64_t n : {in.q.size(0), in.q.size(1), in.k.size(1), in.q.size(2), in.k.size(2)})
+    a.set(static_cast<cl_long>(n));
   a.set(static_cast<cl_int>(in.q.size(3))).set(static_cast<cl_int>(in.v.size(3)));
   const float scale_f = static_cast<float>(in.scale);
   const bool dbl = in.q.scalar_type() == at::kDouble;
@@ -323,7 +332,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   b.set(buffer_arg(grad_k)).set(strides_of(grad_k)).set(buffer_arg(grad_v)).set(strides_of(grad_v));
   b.set(buffer_arg(stats)).set(buffer_arg(grad_out)).set(strides_of(grad_out));
   set_inputs(b, call.in);
-  launch(q, dkv, call.plan, B * H, Lk);
+  launch(q, dkv, call.plan, B * k.size(1), Lk);  // over the k/v heads, each walking its query heads
   return {grad_q, grad_k, grad_v, at::Tensor()};
 }
 
