@@ -319,6 +319,30 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
 #endif
 
 #define LANES ((TV)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+#define LANES_UL ((ulong16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+
+// drop_factor for the VR lanes' elements e at once: philox.cl's rounds on vectors (one block per lane; the
+// 32 x 32 -> 64-bit products as ulong16 multiplies, which vectorise, as in philox.cl).
+inline TV drop_factors(ulong16 e, ulong seed, ulong drop_block, uint keep_below, T drop_scale) {
+  const ulong16 counter = (ulong16)(drop_block) + (e >> 2);
+  uint16 c0 = convert_uint16(counter), c1 = convert_uint16(counter >> 32), c2 = 0, c3 = 0;
+  uint k0 = (uint)seed, k1 = (uint)(seed >> 32);
+#pragma unroll
+  for (int round = 0; round < 10; ++round) {
+    const ulong16 p0 = convert_ulong16(c0) * (ulong)PHILOX_M0, p1 = convert_ulong16(c2) * (ulong)PHILOX_M1;
+    c0 = convert_uint16(p1 >> 32) ^ c1 ^ k0;
+    c1 = convert_uint16(p1);
+    c2 = convert_uint16(p0 >> 32) ^ c3 ^ k1;
+    c3 = convert_uint16(p0);
+    k0 += PHILOX_W0;
+    k1 += PHILOX_W1;
+  }
+  const uint16 lane = convert_uint16(e & 3);
+  const uint16 w = select(select(c0, c1, lane == 1), select(c2, c3, lane == 3), lane >= 2);
+  return select((TV)0, (TV)(drop_scale), CAT(convert_, TI)((w & 0xffffffu) < keep_below));
+}
 
 // The VR rows' elements as a vector: row r at p[r * rs]; rows from `live` on read as 0.
 inline TV gather_rows(__global const T *p, long rs, int live) {
@@ -361,9 +385,7 @@ __kernel void attention_forward_rows(__global T *out, ulong out_off, long4 so, _
   const TI dead_row = iv >= (TV)(Lq);
   const long jend = key_end(i0 + live - 1, Lk, causal);  // the last row sees the most keys
   TV m = -INFINITY, l = 0;
-  uint4 rb[VR];  // each lane's last Philox block, for dropout
-  ulong at[VR];
-  for (int r = 0; r < VR; ++r) at[r] = ~0ul;
+  const ulong16 erow = (ulong16)((bh * Lq + i0) * Lk) + LANES_UL * (ulong)Lk;  // dropout: element (i, 0)
   for (long j0 = 0; j0 < jend; j0 += CH) {
     const int n = (int)min((long)CH, jend - j0);
     TV s[CH], cm = -INFINITY;
@@ -384,12 +406,7 @@ __kernel void attention_forward_rows(__global T *out, ulong out_off, long4 so, _
     for (int c = 0; c < n; ++c) {
       TV p = prob_v(s[c], m, (TI)0);
       l += p;
-      if (dropout) {
-        T zt[VR];
-        for (int r = 0; r < VR; ++r)
-          zt[r] = r < live ? drop_factor((bh * Lq + i0 + r) * Lk + j0 + c, &rb[r], &at[r], DROP_ARGS) : 0;
-        p *= vload16(0, zt);
-      }
+      if (dropout) p *= drop_factors(erow + (ulong)(j0 + c), DROP_ARGS);
       __global const T *vr = vh + (j0 + c) * sv.z;
       for (int d = 0; d < Dv; ++d) acc[d] += p * (TV)(vr[d * sv.w]);
     }
@@ -432,9 +449,7 @@ __kernel void attention_backward_dq_rows(__global T *dq, ulong dq_off, long4 sdq
   T t[VR];
   for (int r = 0; r < VR; ++r) t[r] = r < live ? (T)lse[lse_off + r0 + r] : (T)0;
   TV row_lse = vload16(0, t), m = -INFINITY, l = 0;
-  uint4 rb[VR];  // each lane's last Philox block, for dropout
-  ulong at[VR];
-  for (int r = 0; r < VR; ++r) at[r] = ~0ul;
+  const ulong16 erow = (ulong16)(r0 * Lk) + LANES_UL * (ulong)Lk;  // dropout: element (i, 0)
   // Pass 0 (EXACT_LSE only) recomputes the lse in T; pass 1 accumulates dQ.
   for (int pass = EXACT_LSE ? 0 : 1; pass < 2; ++pass) {
     for (long j = 0; j < jend; ++j) {
@@ -454,10 +469,7 @@ __kernel void attention_backward_dq_rows(__global T *dq, ulong dq_off, long4 sdq
       __global const T *kr = kh + j * sk.z;
       TV dp = 0;
       for (int d = 0; d < Dv; ++d) dp += g[d] * (TV)(vr[d * sv.w]);
-      if (dropout) {
-        for (int r = 0; r < VR; ++r) t[r] = r < live ? drop_factor((r0 + r) * Lk + j, &rb[r], &at[r], DROP_ARGS) : 0;
-        dp *= vload16(0, t);
-      }
+      if (dropout) dp *= drop_factors(erow + (ulong)j, DROP_ARGS);
       const TV ds = p * (dp - delta);
       for (int d = 0; d < D; ++d) acc[d] += ds * (TV)(kr[d * sk.w]);
     }
@@ -503,13 +515,8 @@ __kernel void attention_backward_dkv_rows(__global T *dk, ulong dk_off, long4 sd
       if (causal) dead |= jv > (TV)(i);
       const TV p = prob_v(x, (TV)(lse[i]), dead);
       TV pz = p, z = 1;
-      if (dropout) {  // the lanes' elements are consecutive: one or a few Philox blocks
-        T zt[VR];
-        uint4 rb;
-        ulong at = ~0ul;
-        const ulong e0 = (bh * Lq + i) * Lk + j0;
-        for (int r = 0; r < VR; ++r) zt[r] = r < live ? drop_factor(e0 + r, &rb, &at, DROP_ARGS) : 0;
-        z = vload16(0, zt);
+      if (dropout) {
+        z = drop_factors((ulong16)((bh * Lq + i) * Lk + j0) + LANES_UL, DROP_ARGS);
         pz = p * z;
       }
       __global const T *gi = doh + i * sdo.z;
