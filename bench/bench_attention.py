@@ -5,7 +5,8 @@ process; medians, ratios, and the kernels one opencl call launches.
   transformer  bench_training.py's: batch 16, 4 heads, seq 64, head dim 16, q/k/v transposed views
   gpt          bench_vs_cuda.py's GPT-style step: batch 32 (--gpt-batch), 6 heads, seq 256, head dim 64
 
-    .venv/bin/python bench/bench_attention.py [--repeat 10] [--gpt-batch 32] [--forward-only]
+    .venv/bin/python bench/bench_attention.py [--repeat 10] [--gpt-batch 32] [--forward-only] [--dropout 0.1]
+                                              [--gqa 2]  (k/v heads = heads / 2, enable_gqa=True)
 
 The kernel class (CPU- or GPU-shaped forms) is the device's unless TORCH_OPENCL_KERNEL_CLASS forces one.
 """
@@ -21,15 +22,20 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _timing import median_device_seconds  # noqa: E402
 
 
+DROPOUT = 0.0  # --dropout: dropout_p of every call
+GQA = 1  # --gqa: query heads per k/v head
+
+
 def views(batch, heads, seq, head_dim, device):
-    """q, k, v as a transformer block makes them: transposed views of one (batch, seq, 3 * width) projection."""
-    width = heads * head_dim
-    x = torch.randn(batch, seq, 3 * width, generator=torch.Generator().manual_seed(0)).to(device)
-    return [z.view(batch, seq, heads, head_dim).transpose(1, 2).detach().requires_grad_() for z in x.split(width, 2)]
+    """q, k, v as a transformer block makes them: transposed views of one (batch, seq, 3 * width) projection
+    (k and v narrower with --gqa)."""
+    widths = [heads * head_dim] + 2 * [heads // GQA * head_dim]
+    x = torch.randn(batch, seq, sum(widths), generator=torch.Generator().manual_seed(0)).to(device)
+    return [z.view(batch, seq, -1, head_dim).transpose(1, 2).detach().requires_grad_() for z in x.split(widths, 2)]
 
 
 def step(q, k, v, grad, forward_only):
-    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=DROPOUT, enable_gqa=GQA > 1)
     if not forward_only:
         out.backward(grad)
 
@@ -59,13 +65,17 @@ def main():
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--gpt-batch", type=int, default=32)
     parser.add_argument("--forward-only", action="store_true")
+    parser.add_argument("--dropout", type=float, default=0.0, help="dropout_p (the fused kernels draw the mask)")
+    parser.add_argument("--gqa", type=int, default=1, help="query heads per k/v head (enable_gqa=True)")
     args = parser.parse_args()
+    global DROPOUT, GQA
+    DROPOUT, GQA = args.dropout, args.gqa
     import torch_opencl  # noqa: F401
 
     form = torch.opencl._C._device_properties(0)["kernel_class"]
     what = "forward" if args.forward_only else "forward + backward"
     print(f"device: {torch.opencl.get_device_name()} | kernel class {form} | torch {torch.__version__} | "
-          f"causal SDPA {what}, median of {args.repeat}")
+          f"causal SDPA {what}, dropout_p {args.dropout}, gqa {args.gqa}, median of {args.repeat}")
     print(f"{'shape (B, H, L, D)':<24}{'cpu ms':>9}{'math ms':>10}{'fused ms':>10}{'fused/math':>12}{'fused/cpu':>11}"
           f"{'launches math/fused':>21}")
     shapes = {"transformer": (16, 4, 64, 16), "gpt": (args.gpt_batch, 6, 256, 64)}

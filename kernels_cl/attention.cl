@@ -6,15 +6,25 @@
 //   TV, TI  the rows (CPU) form: vectors of VR = 16 rows' values in T, and the matching comparison type
 //   EXACT_LSE  1 where the forward's float32 logsumexp is too coarse for T (double): the backward
 //              recomputes it
+// Grouped-query attention: k and v have Hk heads, H a multiple of them; query head h reads k/v head
+// h / (H / Hk), and the dK/dV kernels walk the H / Hk query heads of their k/v head.
 // Tensors are 4-D (B, H, rows, head dim) of any strides, passed as long4 (b, h, row, d) element
 // strides; the bias (an additive mask, bool masks already turned into 0/-inf by PyTorch) has stride 0
 // on its broadcast dims. Causal is top-left aligned: row i sees keys j <= i, as tril(ones(Lq, Lk)).
 // A row whose scores are all -inf gives 0 (output and gradients), as PyTorch's math path
 // (_safe_softmax) does; its logsumexp is -inf.
 //
+// Dropout (flag `dropout`, as flash attention): out = (Z * P) V with Z = keep / (1 - p) (drop_scale), keep
+// drawn from Philox-4x32-10 (philox.cl) as eager dropout draws: score (bh, i, j) is element
+// e = (bh * Lq + i) * Lk + j and takes lane e % 4 of block drop_block + e / 4 under `seed`, kept when its
+// low 24 bits are below keep_below (= ceil((1 - p) * 2^24)). The logsumexp stays that of the undropped
+// softmax; the backward redraws the same Z: dV = (Z * P)^T dO, dS = P * (Z * (dO V^T) - delta).
+//
 // Forms: *_rows give a work-item VR rows as vector lanes (below) and read the rows they share from
 // global memory; *_tiles give a work-item one row and a work-group BM rows of one head, and stage the
 // rows they all read through local memory, loaded coalesced.
+
+#include "philox.cl"
 
 #define CH 16  // keys scored at once in the rows form: one rescale of the accumulator per chunk
 #define VR 16
@@ -22,7 +32,22 @@
 #define ATTN_INPUTS                                                                                            \
   __global const T *q, ulong q_off, long4 sq, __global const T *k, ulong k_off, long4 sk, __global const T *v, \
       ulong v_off, long4 sv, __global const T *bias, ulong bias_off, long4 sb, int has_bias, long B, long H,   \
-      long Lq, long Lk, int D, int Dv, T scale, int causal
+      long Hk, long Lq, long Lk, int D, int Dv, T scale, int causal, int dropout, uint keep_below,             \
+      T drop_scale, ulong seed, ulong drop_block
+
+#define DROP_ARGS seed, drop_block, keep_below, drop_scale
+
+// Dropout's factor for score element e (see above): drop_scale where it is kept, else 0. *r and *at cache
+// the Philox block last drawn (at its counter), so consecutive elements draw each block once.
+inline T drop_factor(ulong e, uint4 *r, ulong *at, ulong seed, ulong drop_block, uint keep_below, T drop_scale) {
+  const ulong counter = drop_block + (e >> 2);
+  if (counter != *at) {
+    *r = draw_block(seed, counter);
+    *at = counter;
+  }
+  const uint lane = (uint)(e & 3), w = lane == 0 ? r->x : lane == 1 ? r->y : lane == 2 ? r->z : r->w;
+  return (w & 0xffffffu) < keep_below ? drop_scale : (T)0;
+}
 
 // Keys row i attends to: [0, key_end).
 inline long key_end(long i, long Lk, int causal) { return causal ? min(i + 1, Lk) : Lk; }
@@ -43,6 +68,22 @@ inline void lse_add(T *m, T *l, T x) {
 
 inline T lse_of(T m, T l) { return l == 0 ? (T)(-INFINITY) : m + log(l); }
 
+// The rows a work-group (the tiles form: id its group id, per = BM) or a work-item (the rows form: id its
+// global id, per = VR) takes: rows [first, first + per) of head bh = b * H + h, of `rows` rows a head.
+typedef struct {
+  long bh, b, h, first;
+} Part;
+
+inline Part part_of(long id, int per, long rows, long H) {
+  const long blocks = (rows + per - 1) / per;
+  Part p;
+  p.bh = id / blocks;
+  p.b = p.bh / H;
+  p.h = p.bh % H;
+  p.first = (id % blocks) * per;
+  return p;
+}
+
 // qs . k_row + bias, qs already scaled.
 inline T score_local(const T *qs, __local const T *kr, int D, T bias_v) {
   T x = 0;
@@ -51,8 +92,9 @@ inline T score_local(const T *qs, __local const T *kr, int D, T bias_v) {
 }
 
 // One online-softmax step over scores s[0, n) whose value rows are VROW(c) (element d at VROW(c)[d * VSD]):
-// m is the running max, l the running sum of exp(s - m), acc the running sum of exp(s - m) * v.
-#define ONLINE_STEP(s, n, VROW, VSD)                                    \
+// m is the running max, l the running sum of exp(s - m), acc the running sum of exp(s - m) * Z(c) * v
+// (Z(c) score c's dropout factor, evaluated only where `dropout` and the score is not masked).
+#define ONLINE_STEP(s, Z, n, VROW, VSD)                                 \
   {                                                                     \
     T cm = -INFINITY;                                                   \
     for (int c = 0; c < n; ++c) cm = fmax(cm, s[c]);                    \
@@ -66,7 +108,8 @@ inline T score_local(const T *qs, __local const T *kr, int D, T bias_v) {
         if (s[c] == -INFINITY) continue;                                \
         const T p = exp(s[c] - m);                                      \
         l += p;                                                         \
-        for (int d = 0; d < Dv; ++d) acc[d] += p * (VROW(c))[d * VSD]; \
+        const T pz = dropout ? p * Z(c) : p;                            \
+        for (int d = 0; d < Dv; ++d) acc[d] += pz * (VROW(c))[d * VSD]; \
       }                                                                 \
     }                                                                   \
   }
@@ -93,13 +136,14 @@ inline void stage(__local T *tile, __global const T *head, long j0, int n, int d
 __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_forward_tiles(
     __global T *out, ulong out_off, long4 so, __global float *lse, ulong lse_off, ATTN_INPUTS) {
   __local T kt[BN * DH], vt[BN * DH];
-  const long blocks = (Lq + BM - 1) / BM, g = get_group_id(0), bh = g / blocks;
-  const long b = bh / H, h = bh % H, first = (g % blocks) * BM;
+  const Part part = part_of(get_group_id(0), BM, Lq, H);
+  const long bh = part.bh, b = part.b, h = part.h, first = part.first;
   const int lid = get_local_id(0);
   const long i = first + lid;
   const int live = i < Lq;
-  __global const T *kh = k + k_off + b * sk.x + h * sk.y;
-  __global const T *vh = v + v_off + b * sv.x + h * sv.y;
+  const long hk = h / (H / Hk);  // grouped-query attention: the query head's k/v head
+  __global const T *kh = k + k_off + b * sk.x + hk * sk.y;
+  __global const T *vh = v + v_off + b * sv.x + hk * sv.y;
   __global const T *br = bias + bias_off + b * sb.x + h * sb.y + i * sb.z;
   T qs[DH], acc[DH];
   for (int d = 0; d < D; ++d) qs[d] = live ? scale * q[q_off + b * sq.x + h * sq.y + i * sq.z + d * sq.w] : 0;
@@ -107,6 +151,8 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_forward_
   T m = -INFINITY, l = 0;
   const long group_end = key_end(min(first + BM, Lq) - 1, Lk, causal);
   const long jend = live ? key_end(i, Lk, causal) : 0;
+  uint4 rb;
+  ulong at = ~0ul;
   for (long j0 = 0; j0 < group_end; j0 += BN) {
     const int n = (int)min((long)BN, group_end - j0);
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -121,8 +167,10 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_forward_
       s[c] = x;
     }
 #define VROW(c) (vt + (c) * Dv)
-    ONLINE_STEP(s, n, VROW, 1)
+#define Z(c) drop_factor((bh * Lq + i) * Lk + j0 + (c), &rb, &at, DROP_ARGS)
+    ONLINE_STEP(s, Z, n, VROW, 1)
 #undef VROW
+#undef Z
   }
   if (live) STORE_ROW(out + out_off + b * so.x + h * so.y + i * so.z, so.w, lse[lse_off + bh * Lq + i])
 }
@@ -138,13 +186,14 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
     ulong do_off, long4 sdo, __global const T *out, ulong o_off, long4 so, __global const float *lse, ulong lse_off,
     ATTN_INPUTS) {
   __local T kt[BN * DH], vt[BN * DH];
-  const long rows = B * H * Lq, blocks = (Lq + BM - 1) / BM, g0 = get_group_id(0), bh = g0 / blocks;
-  const long b = bh / H, h = bh % H, first = (g0 % blocks) * BM;
+  const Part part = part_of(get_group_id(0), BM, Lq, H);
+  const long rows = B * H * Lq, bh = part.bh, b = part.b, h = part.h, first = part.first;
   const int lid = get_local_id(0);
   const long i = first + lid, r = bh * Lq + i;
   const int live = i < Lq;
-  __global const T *kh = k + k_off + b * sk.x + h * sk.y;
-  __global const T *vh = v + v_off + b * sv.x + h * sv.y;
+  const long hk = h / (H / Hk);  // grouped-query attention: the query head's k/v head
+  __global const T *kh = k + k_off + b * sk.x + hk * sk.y;
+  __global const T *vh = v + v_off + b * sv.x + hk * sv.y;
   __global const T *br = bias + bias_off + b * sb.x + h * sb.y + i * sb.z;
   T qs[DH], g[DH], acc[DH];
   T delta = 0;
@@ -159,6 +208,8 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
   const long group_end = key_end(min(first + BM, Lq) - 1, Lk, causal);
   const long jend = live ? key_end(i, Lk, causal) : 0;
   T row_lse = live ? (T)lse[lse_off + r] : 0, m = -INFINITY, l = 0;
+  uint4 rb;
+  ulong at = ~0ul;
   // Pass 0 (EXACT_LSE only) recomputes the lse; pass 1 accumulates dQ.
   for (int pass = EXACT_LSE ? 0 : 1; pass < 2; ++pass) {
     for (long j0 = 0; j0 < group_end; j0 += BN) {
@@ -179,6 +230,7 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
         if (p == 0) continue;
         T dp = 0;
         for (int d = 0; d < Dv; ++d) dp += g[d] * vt[c * Dv + d];
+        if (dropout) dp *= drop_factor(r * Lk + j, &rb, &at, DROP_ARGS);
         const T ds = p * (dp - delta);
         for (int d = 0; d < D; ++d) acc[d] += ds * kt[c * D + d];
       }
@@ -196,54 +248,60 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
     __global T *dk, ulong dk_off, long4 sdk, __global T *dv, ulong dv_off, long4 sdv, __global const T *stats,
     ulong stats_off, __global const T *dout, ulong do_off, long4 sdo, ATTN_INPUTS) {
   __local T qt[BN * DH], gt[BN * DH], st[2 * BN];
-  const long rows = B * H * Lq, blocks = (Lk + BM - 1) / BM, g0 = get_group_id(0), bh = g0 / blocks;
-  const long b = bh / H, h = bh % H, first = (g0 % blocks) * BM;
+  const Part part = part_of(get_group_id(0), BM, Lk, Hk);  // keys of k/v head hk
+  const long rows = B * H * Lq, b = part.b, hk = part.h, first = part.first, G = H / Hk;
   const int lid = get_local_id(0);
   const long j = first + lid;
   const int live = j < Lk;
-  __global const T *qh = q + q_off + b * sq.x + h * sq.y;
-  __global const T *doh = dout + do_off + b * sdo.x + h * sdo.y;
-  __global const T *bc = bias + bias_off + b * sb.x + h * sb.y + j * sb.w;
-  __global const T *lse = stats + stats_off + bh * Lq, *delta = lse + rows;
   T kk[DH], vv[DH], dka[DH], dva[DH];
   for (int d = 0; d < D; ++d) {
-    kk[d] = live ? scale * k[k_off + b * sk.x + h * sk.y + j * sk.z + d * sk.w] : 0;
+    kk[d] = live ? scale * k[k_off + b * sk.x + hk * sk.y + j * sk.z + d * sk.w] : 0;
     dka[d] = 0;
   }
   for (int d = 0; d < Dv; ++d) {
-    vv[d] = live ? v[v_off + b * sv.x + h * sv.y + j * sv.z + d * sv.w] : 0;
+    vv[d] = live ? v[v_off + b * sv.x + hk * sv.y + j * sv.z + d * sv.w] : 0;
     dva[d] = 0;
   }
-  // Causal: query rows before the group's first key see none of its keys.
-  for (long i0 = causal ? first : 0; i0 < Lq; i0 += BN) {
-    const int n = (int)min((long)BN, Lq - i0);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    stage(qt, qh, i0, n, D, sq.z, sq.w, lid);
-    stage(gt, doh, i0, n, Dv, sdo.z, sdo.w, lid);
-    for (int c = lid; c < n; c += BM) {
-      st[c] = lse[i0 + c];
-      st[BN + c] = delta[i0 + c];
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (!live) continue;
-    for (int c = 0; c < n; ++c) {
-      const long i = i0 + c;
-      if (causal && i < j) continue;
-      const T p = prob(score_local(kk, qt + c * D, D, has_bias ? bc[i * sb.z] : (T)0), st[c]);
-      if (p == 0) continue;
-      T dp = 0;
-      for (int d = 0; d < Dv; ++d) {
-        const T gd = gt[c * Dv + d];
-        dva[d] += p * gd;
-        dp += gd * vv[d];
+  uint4 rb;
+  ulong at = ~0ul;
+  for (long h = hk * G; h < (hk + 1) * G; ++h) {  // the query heads reading this k/v head
+    const long bh = b * H + h;
+    __global const T *qh = q + q_off + b * sq.x + h * sq.y;
+    __global const T *doh = dout + do_off + b * sdo.x + h * sdo.y;
+    __global const T *bc = bias + bias_off + b * sb.x + h * sb.y + j * sb.w;
+    __global const T *lse = stats + stats_off + bh * Lq, *delta = lse + rows;
+    // Causal: query rows before the group's first key see none of its keys.
+    for (long i0 = causal ? first : 0; i0 < Lq; i0 += BN) {
+      const int n = (int)min((long)BN, Lq - i0);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      stage(qt, qh, i0, n, D, sq.z, sq.w, lid);
+      stage(gt, doh, i0, n, Dv, sdo.z, sdo.w, lid);
+      for (int c = lid; c < n; c += BM) {
+        st[c] = lse[i0 + c];
+        st[BN + c] = delta[i0 + c];
       }
-      const T ds = p * (dp - st[BN + c]);
-      for (int d = 0; d < D; ++d) dka[d] += ds * qt[c * D + d];
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (!live) continue;
+      for (int c = 0; c < n; ++c) {
+        const long i = i0 + c;
+        if (causal && i < j) continue;
+        const T p = prob(score_local(kk, qt + c * D, D, has_bias ? bc[i * sb.z] : (T)0), st[c]);
+        if (p == 0) continue;
+        const T z = dropout ? drop_factor((bh * Lq + i) * Lk + j, &rb, &at, DROP_ARGS) : (T)1;
+        T dp = 0;
+        for (int d = 0; d < Dv; ++d) {
+          const T gd = gt[c * Dv + d];
+          dva[d] += p * z * gd;
+          dp += gd * vv[d];
+        }
+        const T ds = p * (z * dp - st[BN + c]);
+        for (int d = 0; d < D; ++d) dka[d] += ds * qt[c * D + d];
+      }
     }
   }
   if (!live) return;
-  __global T *dkr = dk + dk_off + b * sdk.x + h * sdk.y + j * sdk.z;
-  __global T *dvr = dv + dv_off + b * sdv.x + h * sdv.y + j * sdv.z;
+  __global T *dkr = dk + dk_off + b * sdk.x + hk * sdk.y + j * sdk.z;
+  __global T *dvr = dv + dv_off + b * sdv.x + hk * sdv.y + j * sdv.z;
   for (int d = 0; d < D; ++d) dkr[d * sdk.w] = scale * dka[d];
   for (int d = 0; d < Dv; ++d) dvr[d * sdv.w] = dva[d];
 }
@@ -261,6 +319,30 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
 #endif
 
 #define LANES ((TV)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+#define LANES_UL ((ulong16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+
+// drop_factor for the VR lanes' elements e at once: philox.cl's rounds on vectors (one block per lane; the
+// 32 x 32 -> 64-bit products as ulong16 multiplies, which vectorise, as in philox.cl).
+inline TV drop_factors(ulong16 e, ulong seed, ulong drop_block, uint keep_below, T drop_scale) {
+  const ulong16 counter = (ulong16)(drop_block) + (e >> 2);
+  uint16 c0 = convert_uint16(counter), c1 = convert_uint16(counter >> 32), c2 = 0, c3 = 0;
+  uint k0 = (uint)seed, k1 = (uint)(seed >> 32);
+#pragma unroll
+  for (int round = 0; round < 10; ++round) {
+    const ulong16 p0 = convert_ulong16(c0) * (ulong)PHILOX_M0, p1 = convert_ulong16(c2) * (ulong)PHILOX_M1;
+    c0 = convert_uint16(p1 >> 32) ^ c1 ^ k0;
+    c1 = convert_uint16(p1);
+    c2 = convert_uint16(p0 >> 32) ^ c3 ^ k1;
+    c3 = convert_uint16(p0);
+    k0 += PHILOX_W0;
+    k1 += PHILOX_W1;
+  }
+  const uint16 lane = convert_uint16(e & 3);
+  const uint16 w = select(select(c0, c1, lane == 1), select(c2, c3, lane == 3), lane >= 2);
+  return select((TV)0, (TV)(drop_scale), CAT(convert_, TI)((w & 0xffffffu) < keep_below));
+}
 
 // The VR rows' elements as a vector: row r at p[r * rs]; rows from `live` on read as 0.
 inline TV gather_rows(__global const T *p, long rs, int live) {
@@ -287,13 +369,14 @@ inline TV score_rows(const TV *qs, __global const T *kr, long es, int D) {
 
 __kernel void attention_forward_rows(__global T *out, ulong out_off, long4 so, __global float *lse, ulong lse_off,
                                      ATTN_INPUTS) {
-  const long blocks = (Lq + VR - 1) / VR, g = get_global_id(0);
-  if (g >= B * H * blocks) return;
-  const long bh = g / blocks, b = bh / H, h = bh % H, i0 = (g % blocks) * VR;
+  const Part part = part_of(get_global_id(0), VR, Lq, H);
+  if (part.bh >= B * H) return;
+  const long bh = part.bh, b = part.b, h = part.h, i0 = part.first;
   const int live = (int)min((long)VR, Lq - i0);
   __global const T *qr = q + q_off + b * sq.x + h * sq.y + i0 * sq.z;
-  __global const T *kh = k + k_off + b * sk.x + h * sk.y;
-  __global const T *vh = v + v_off + b * sv.x + h * sv.y;
+  const long hk = h / (H / Hk);  // grouped-query attention: the query head's k/v head
+  __global const T *kh = k + k_off + b * sk.x + hk * sk.y;
+  __global const T *vh = v + v_off + b * sv.x + hk * sv.y;
   __global const T *br = bias + bias_off + b * sb.x + h * sb.y + i0 * sb.z;
   TV qs[DH], acc[DH];
   for (int d = 0; d < D; ++d) qs[d] = scale * gather_rows(qr + d * sq.w, sq.z, live);
@@ -302,6 +385,7 @@ __kernel void attention_forward_rows(__global T *out, ulong out_off, long4 so, _
   const TI dead_row = iv >= (TV)(Lq);
   const long jend = key_end(i0 + live - 1, Lk, causal);  // the last row sees the most keys
   TV m = -INFINITY, l = 0;
+  const ulong16 erow = (ulong16)((bh * Lq + i0) * Lk) + LANES_UL * (ulong)Lk;  // dropout: element (i, 0)
   for (long j0 = 0; j0 < jend; j0 += CH) {
     const int n = (int)min((long)CH, jend - j0);
     TV s[CH], cm = -INFINITY;
@@ -320,8 +404,9 @@ __kernel void attention_forward_rows(__global T *out, ulong out_off, long4 so, _
     for (int d = 0; d < Dv; ++d) acc[d] *= corr;
     m = mn;
     for (int c = 0; c < n; ++c) {
-      const TV p = prob_v(s[c], m, (TI)0);
+      TV p = prob_v(s[c], m, (TI)0);
       l += p;
+      if (dropout) p *= drop_factors(erow + (ulong)(j0 + c), DROP_ARGS);
       __global const T *vr = vh + (j0 + c) * sv.z;
       for (int d = 0; d < Dv; ++d) acc[d] += p * (TV)(vr[d * sv.w]);
     }
@@ -338,15 +423,16 @@ __kernel void attention_backward_dq_rows(__global T *dq, ulong dq_off, long4 sdq
                                          ulong stats_off, __global const T *dout, ulong do_off, long4 sdo,
                                          __global const T *out, ulong o_off, long4 so, __global const float *lse,
                                          ulong lse_off, ATTN_INPUTS) {
-  const long blocks = (Lq + VR - 1) / VR, g0 = get_global_id(0), rows = B * H * Lq;
-  if (g0 >= B * H * blocks) return;
-  const long bh = g0 / blocks, b = bh / H, h = bh % H, i0 = (g0 % blocks) * VR, r0 = bh * Lq + i0;
+  const Part part = part_of(get_global_id(0), VR, Lq, H);
+  if (part.bh >= B * H) return;
+  const long rows = B * H * Lq, bh = part.bh, b = part.b, h = part.h, i0 = part.first, r0 = bh * Lq + i0;
   const int live = (int)min((long)VR, Lq - i0);
   __global const T *qr = q + q_off + b * sq.x + h * sq.y + i0 * sq.z;
   __global const T *dor = dout + do_off + b * sdo.x + h * sdo.y + i0 * sdo.z;
   __global const T *orow = out + o_off + b * so.x + h * so.y + i0 * so.z;
-  __global const T *kh = k + k_off + b * sk.x + h * sk.y;
-  __global const T *vh = v + v_off + b * sv.x + h * sv.y;
+  const long hk = h / (H / Hk);  // grouped-query attention: the query head's k/v head
+  __global const T *kh = k + k_off + b * sk.x + hk * sk.y;
+  __global const T *vh = v + v_off + b * sv.x + hk * sv.y;
   __global const T *br = bias + bias_off + b * sb.x + h * sb.y + i0 * sb.z;
   TV qs[DH], g[DH], acc[DH], delta = 0;
   for (int d = 0; d < D; ++d) {
@@ -363,6 +449,7 @@ __kernel void attention_backward_dq_rows(__global T *dq, ulong dq_off, long4 sdq
   T t[VR];
   for (int r = 0; r < VR; ++r) t[r] = r < live ? (T)lse[lse_off + r0 + r] : (T)0;
   TV row_lse = vload16(0, t), m = -INFINITY, l = 0;
+  const ulong16 erow = (ulong16)(r0 * Lk) + LANES_UL * (ulong)Lk;  // dropout: element (i, 0)
   // Pass 0 (EXACT_LSE only) recomputes the lse in T; pass 1 accumulates dQ.
   for (int pass = EXACT_LSE ? 0 : 1; pass < 2; ++pass) {
     for (long j = 0; j < jend; ++j) {
@@ -382,6 +469,7 @@ __kernel void attention_backward_dq_rows(__global T *dq, ulong dq_off, long4 sdq
       __global const T *kr = kh + j * sk.z;
       TV dp = 0;
       for (int d = 0; d < Dv; ++d) dp += g[d] * (TV)(vr[d * sv.w]);
+      if (dropout) dp *= drop_factors(erow + (ulong)j, DROP_ARGS);
       const TV ds = p * (dp - delta);
       for (int d = 0; d < D; ++d) acc[d] += ds * (TV)(kr[d * sk.w]);
     }
@@ -396,16 +484,12 @@ __kernel void attention_backward_dq_rows(__global T *dq, ulong dq_off, long4 sdq
 __kernel void attention_backward_dkv_rows(__global T *dk, ulong dk_off, long4 sdk, __global T *dv, ulong dv_off,
                                           long4 sdv, __global const T *stats, ulong stats_off,
                                           __global const T *dout, ulong do_off, long4 sdo, ATTN_INPUTS) {
-  const long blocks = (Lk + VR - 1) / VR, g0 = get_global_id(0), rows = B * H * Lq;
-  if (g0 >= B * H * blocks) return;
-  const long bh = g0 / blocks, b = bh / H, h = bh % H, j0 = (g0 % blocks) * VR;
+  const Part part = part_of(get_global_id(0), VR, Lk, Hk);  // keys of k/v head hk
+  if (part.bh >= B * Hk) return;
+  const long rows = B * H * Lq, b = part.b, hk = part.h, j0 = part.first, G = H / Hk;
   const int live = (int)min((long)VR, Lk - j0);
-  __global const T *qh = q + q_off + b * sq.x + h * sq.y;
-  __global const T *doh = dout + do_off + b * sdo.x + h * sdo.y;
-  __global const T *kr = k + k_off + b * sk.x + h * sk.y + j0 * sk.z;
-  __global const T *vr = v + v_off + b * sv.x + h * sv.y + j0 * sv.z;
-  __global const T *bc = bias + bias_off + b * sb.x + h * sb.y + j0 * sb.w;
-  __global const T *lse = stats + stats_off + bh * Lq, *delta = lse + rows;
+  __global const T *kr = k + k_off + b * sk.x + hk * sk.y + j0 * sk.z;
+  __global const T *vr = v + v_off + b * sv.x + hk * sv.y + j0 * sv.z;
   TV kk[DH], vv[DH], dka[DH], dva[DH];
   for (int d = 0; d < D; ++d) {
     kk[d] = scale * gather_rows(kr + d * sk.w, sk.z, live);
@@ -417,25 +501,37 @@ __kernel void attention_backward_dkv_rows(__global T *dk, ulong dk_off, long4 sd
   }
   const TV jv = (TV)(j0) + LANES;
   const TI dead_key = jv >= (TV)(Lk);
-  for (long i = causal ? j0 : 0; i < Lq; ++i) {  // causal: rows before the first key see none of these keys
-    __global const T *qi = qh + i * sq.z;
-    TV x = score_rows(kk, qi, sq.w, D);
-    if (has_bias) x += gather_rows(bc + i * sb.z, sb.w, live);
-    TI dead = dead_key;
-    if (causal) dead |= jv > (TV)(i);
-    const TV p = prob_v(x, (TV)(lse[i]), dead);
-    __global const T *gi = doh + i * sdo.z;
-    TV dp = 0;
-    for (int d = 0; d < Dv; ++d) {
-      const TV gd = (TV)(gi[d * sdo.w]);
-      dva[d] += p * gd;
-      dp += vv[d] * gd;
+  for (long h = hk * G; h < (hk + 1) * G; ++h) {  // the query heads reading this k/v head
+    const long bh = b * H + h;
+    __global const T *qh = q + q_off + b * sq.x + h * sq.y;
+    __global const T *doh = dout + do_off + b * sdo.x + h * sdo.y;
+    __global const T *bc = bias + bias_off + b * sb.x + h * sb.y + j0 * sb.w;
+    __global const T *lse = stats + stats_off + bh * Lq, *delta = lse + rows;
+    for (long i = causal ? j0 : 0; i < Lq; ++i) {  // causal: rows before the first key see none of these keys
+      __global const T *qi = qh + i * sq.z;
+      TV x = score_rows(kk, qi, sq.w, D);
+      if (has_bias) x += gather_rows(bc + i * sb.z, sb.w, live);
+      TI dead = dead_key;
+      if (causal) dead |= jv > (TV)(i);
+      const TV p = prob_v(x, (TV)(lse[i]), dead);
+      TV pz = p, z = 1;
+      if (dropout) {
+        z = drop_factors((ulong16)((bh * Lq + i) * Lk + j0) + LANES_UL, DROP_ARGS);
+        pz = p * z;
+      }
+      __global const T *gi = doh + i * sdo.z;
+      TV dp = 0;
+      for (int d = 0; d < Dv; ++d) {
+        const TV gd = (TV)(gi[d * sdo.w]);
+        dva[d] += pz * gd;
+        dp += vv[d] * gd;
+      }
+      const TV ds = p * (z * dp - (TV)(delta[i]));
+      for (int d = 0; d < D; ++d) dka[d] += ds * (TV)(qi[d * sq.w]);
     }
-    const TV ds = p * (dp - (TV)(delta[i]));
-    for (int d = 0; d < D; ++d) dka[d] += ds * (TV)(qi[d * sq.w]);
   }
-  __global T *dkr = dk + dk_off + b * sdk.x + h * sdk.y + j0 * sdk.z;
-  __global T *dvr = dv + dv_off + b * sdv.x + h * sdv.y + j0 * sdv.z;
+  __global T *dkr = dk + dk_off + b * sdk.x + hk * sdk.y + j0 * sdk.z;
+  __global T *dvr = dv + dv_off + b * sdv.x + hk * sdv.y + j0 * sdv.z;
   for (int d = 0; d < D; ++d) scatter_rows(dkr + d * sdk.w, sdk.z, live, scale * dka[d]);
   for (int d = 0; d < Dv; ++d) scatter_rows(dvr + d * sdv.w, sdv.z, live, dva[d]);
 }

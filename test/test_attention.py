@@ -4,6 +4,9 @@ Forward and the three gradients against CPU PyTorch (its math path), that the fu
 that ran, that what they do not take still runs (on the math path), clear errors, and torch.compile.
 Head dims fall into three program buckets (<= 32, <= 64, <= 128) per dtype: the cases below use few.
 """
+import math
+
+import numpy as np
 import pytest
 import torch
 import torch._dynamo
@@ -124,24 +127,16 @@ def test_output_layout_matches_the_meta_function():
 def test_choice_and_what_stays_on_math():
     q, k, v = (t.to(DEV) for t in qkv(1, 4, 8, 8, 16))
     assert torch._fused_sdp_choice(q, k, v) == SDPBackend.OVERRIDEABLE.value
-    assert torch._fused_sdp_choice(q, k, v, dropout_p=0.1) == SDPBackend.MATH.value
+    assert torch._fused_sdp_choice(q, k, v, dropout_p=0.1) == SDPBackend.OVERRIDEABLE.value
     assert torch._fused_sdp_choice(q.half(), k.half(), v.half()) == SDPBackend.MATH.value
 
-    # Dropout runs the math path (our Philox dropout): the same draw as the math backend forced.
-    def with_seed(**kw):
-        torch.manual_seed(3)
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=0.5, **kw)
-
-    with launched_kernels() as names:
-        dropped = with_seed()
-    assert not fused_ran(names)
-    with sdpa_kernel(SDPBackend.MATH):
-        assert torch.equal(dropped.cpu(), with_seed().cpu())
-
-    # Grouped-query attention (2 key/value heads for 4 query heads): math, against CPU.
-    kg, vg = k[:, :2], v[:, :2]
-    got = F.scaled_dot_product_attention(q, kg, vg, enable_gqa=True, is_causal=True)
-    want = F.scaled_dot_product_attention(q.cpu(), kg.cpu(), vg.cpu(), enable_gqa=True, is_causal=True)
+    # Grouped-query attention is fused with enable_gqa=True (test_grouped_query_attention); unequal heads
+    # without it, or a head count that is not a multiple, stay on math (which broadcasts or raises, as CPU).
+    assert torch._fused_sdp_choice(q, k[:, :2], v[:, :2], enable_gqa=True) == SDPBackend.OVERRIDEABLE.value
+    assert torch._fused_sdp_choice(q, k[:, :2], v[:, :2]) == SDPBackend.MATH.value
+    assert torch._fused_sdp_choice(q, k[:, :3], v[:, :3], enable_gqa=True) == SDPBackend.MATH.value
+    got = F.scaled_dot_product_attention(q, k[:, :1], v[:, :1])  # a single k/v head broadcasts on math
+    want = F.scaled_dot_product_attention(q.cpu(), k[:, :1].cpu(), v[:, :1].cpu())
     torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
 
     # A float mask that requires grad gets its gradient from the math path.
@@ -156,8 +151,8 @@ def test_choice_and_what_stays_on_math():
         F.scaled_dot_product_attention(q, k, v)
     assert not fused_ran(names)
     with sdpa_kernel(SDPBackend.OVERRIDEABLE):
-        with pytest.raises(RuntimeError, match="math backend is disabled.*dropout_p must be 0"):
-            F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+        with pytest.raises(RuntimeError, match="math backend is disabled.*the dtype must be float32 or float64"):
+            F.scaled_dot_product_attention(q.half(), k.half(), v.half())
 
 
 def test_bad_input_gives_clear_errors():
@@ -171,6 +166,10 @@ def test_bad_input_gives_clear_errors():
         op(q, k[..., :8], v)
     with pytest.raises(RuntimeError, match="head dims must be 1 to 128"):
         op(*(torch.randn(1, 1, 4, 160, device=DEV) for _ in range(3)))
+    with pytest.raises(RuntimeError, match="q's head count must be a multiple of k and v's"):
+        op(torch.randn(1, 3, 8, 16, device=DEV), k, v)
+    with pytest.raises(RuntimeError, match="k and v must have the same head count"):
+        op(q, k, v[:, :1])
     with pytest.raises(RuntimeError, match="attn_mask must broadcast"):
         op(q, k, v, torch.zeros(3, 8, device=DEV))
     with pytest.raises(RuntimeError, match="attn_bias must have q's dtype"):
@@ -182,6 +181,157 @@ def test_bad_input_gives_clear_errors():
         bwd(out[..., :4], q, k, v, None, [True, True, True, False], out, lse, none, none, 8, 8, 0.0, False, none, none)
     # The device keeps working.
     check_against_cpu(q.cpu(), k.cpu(), v.cpu())
+
+
+# ---- Dropout in the fused kernels: the mask is Philox-4x32-10 (kernels_cl/philox.cl) at a counter fixed by
+# the score's position, so the tests rebuild it here and compare with CPU's math path given that mask.
+
+
+def _philox4x32_10(seed, counters):
+    """Philox-4x32-10 blocks of uint64 `counters` under `seed`, in numpy: (n, 4) uint32 (as test_inductor's)."""
+    m = np.uint64(0xFFFFFFFF)
+    c = [counters & m, counters >> np.uint64(32), np.zeros_like(counters), np.zeros_like(counters)]
+    k0, k1 = np.uint64(seed & 0xFFFFFFFF), np.uint64((seed >> 32) & 0xFFFFFFFF)
+    for _ in range(10):
+        p0, p1 = np.uint64(0xD2511F53) * c[0], np.uint64(0xCD9E8D57) * c[2]
+        c = [(p1 >> np.uint64(32)) ^ c[1] ^ k0, p1 & m, (p0 >> np.uint64(32)) ^ c[3] ^ k1, p0 & m]
+        k0, k1 = (k0 + np.uint64(0x9E3779B9)) & m, (k1 + np.uint64(0xBB67AE85)) & m
+    return np.stack(c, axis=1)
+
+
+def keep_mask(seed, offset, shape, p):
+    """The kernels' keep mask over the (B, H, Lq, Lk) scores: element e = ((b * H + h) * Lq + i) * Lk + j is
+    kept when the low 24 bits of lane e % 4 of Philox block (offset + 3) // 4 + e // 4 are below
+    ceil((1 - p) * 2^24) (its uniform, as eager dropout draws them, is below 1 - p)."""
+    n = math.prod(shape)
+    e = np.arange(n, dtype=np.uint64)
+    words = _philox4x32_10(seed, np.uint64((offset + 3) // 4) + (e >> np.uint64(2)))
+    words = words[np.arange(n), (e & np.uint64(3)).astype(np.int64)]
+    return torch.from_numpy((words & np.uint64(0xFFFFFF)) < math.ceil((1 - p) * 2**24)).reshape(shape)
+
+
+def seed_and_offset(q, k, v, p, **kw):
+    """The Philox seed and offset the fused op draws at, read from what it returns."""
+    op = torch.ops.aten._scaled_dot_product_fused_attention_overrideable
+    seed, offset = op(q.to(DEV), k.to(DEV), v.to(DEV), None, p, **kw)[6:8]
+    return int(seed) & (2**64 - 1), int(offset)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("masking", ["causal", "bool_mask", "float_mask", "gqa_causal"])
+def test_dropout_against_cpu_math_with_the_kernels_mask(dtype, masking):
+    """out and the three gradients against CPU's math path (_scaled_dot_product_attention_math) given the
+    mask the kernels draw; Lk = 19 puts score rows across Philox blocks. gqa_causal: 3 query heads share
+    one k/v head (enable_gqa), the mask is over the query heads."""
+    b, h, lq, lk, p = 2, 3, 13, 19, 0.3
+    q, k, v = qkv(b, h, lq, lk, 16, 8, dtype=dtype)
+    kw, mask = {}, None
+    if masking == "gqa_causal":
+        k, v = k[:, :1].contiguous(), v[:, :1].contiguous()
+        kw["enable_gqa"] = True
+    if masking.endswith("causal"):
+        kw["is_causal"] = True
+    elif masking == "bool_mask":
+        mask = torch.rand(b, 1, lq, lk) > 0.3
+        mask[..., 0] = True  # fully masked rows are test_bool_mask_broadcast_with_fully_masked_rows_head_dim_80's
+    else:
+        mask = torch.randn(1, h, lq, lk, dtype=dtype)
+    torch.manual_seed(7)
+    seed, offset = seed_and_offset(q, k, v, p, is_causal=kw.get("is_causal", False))
+    assert offset == 0  # torch.manual_seed resets the opencl generator's offset
+    keep = keep_mask(seed, offset, (b, h, lq, lk), p)
+    leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+    bias = mask  # the math op takes an additive mask: F.scaled_dot_product_attention converts a bool one
+    if mask is not None and mask.dtype == torch.bool:
+        bias = torch.zeros(mask.shape, dtype=dtype).masked_fill(~mask, float("-inf"))
+    want = torch.ops.aten._scaled_dot_product_attention_math(*leaves, bias, p, dropout_mask=keep, **kw)[0]
+    grad = torch.randn_like(want)
+    want.backward(grad)
+    dev = [t.detach().to(DEV).requires_grad_() for t in (q, k, v)]
+    torch.manual_seed(7)
+    with native_only(), launched_kernels() as names:
+        got = F.scaled_dot_product_attention(*dev, attn_mask=None if mask is None else mask.to(DEV), dropout_p=p, **kw)
+        got.backward(grad.to(DEV))
+    assert fused_ran(names) == FUSED
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=1e-10, atol=1e-12)
+    for g, w in [(got, want)] + [(d.grad, c.grad) for d, c in zip(dev, leaves)]:
+        torch.testing.assert_close(g.cpu(), w, **tol)
+
+
+def test_dropout_mask_from_the_kernel_and_keep_fraction():
+    """With q = 0 the weights are 1 / Lk and v = identity makes out[..., i, j] the kept weight of (i, j): the
+    forward's mask, read back, is the Philox mask above, and keeps close to 1 - p of the scores."""
+    b, h, lq, lk, p = 2, 4, 64, 128, 0.25
+    q = torch.zeros(b, h, lq, 16)
+    k = torch.randn(b, h, lk, 16)
+    v = torch.eye(lk).expand(b, h, lk, lk)
+    torch.manual_seed(11)
+    seed, offset = seed_and_offset(q, k, v, p)
+    torch.manual_seed(11)
+    out = F.scaled_dot_product_attention(q.to(DEV), k.to(DEV), v.to(DEV), dropout_p=p).cpu()
+    kept = out > 0
+    torch.testing.assert_close(out[kept], torch.full_like(out[kept], 1 / (lk * (1 - p))))
+    assert torch.equal(kept, keep_mask(seed, offset, (b, h, lq, lk), p))
+    assert abs(kept.double().mean().item() - (1 - p)) < 0.01  # 65536 scores: 6 standard deviations
+
+
+def test_dropout_same_seed_same_result_and_manual_seed_replays():
+    q, k, v = (t.to(DEV) for t in qkv(2, 2, 17, 23, 32))
+
+    def run():
+        out = F.scaled_dot_product_attention(*(t.detach().requires_grad_() for t in (q, k, v)), dropout_p=0.4)
+        return out.cpu()
+
+    torch.manual_seed(5)
+    first, second = run(), run()
+    assert not torch.equal(first, second)  # the generator advanced
+    torch.manual_seed(5)
+    assert torch.equal(run(), first)
+    assert torch.equal(run(), second)
+
+
+def test_dropout_p_one_gives_zeros_and_zero_grads():
+    dev = [t.to(DEV).requires_grad_() for t in qkv(1, 2, 9, 14, 8)]
+    with launched_kernels() as names:
+        out = F.scaled_dot_product_attention(*dev, dropout_p=1.0, is_causal=True)
+        out.backward(torch.randn_like(out))
+    assert fused_ran(names) == FUSED
+    assert torch.equal(out.cpu(), torch.zeros(1, 2, 9, 8))
+    for t in dev:
+        assert torch.equal(t.grad.cpu(), torch.zeros_like(t.grad.cpu()))
+
+
+def test_transformer_encoder_layer_trains_with_dropout_on_the_fused_kernels():
+    """nn.TransformerEncoderLayer's default dropout (0.1) in training mode no longer leaves the fused path."""
+    layer = nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, batch_first=True).to(DEV).train()
+    x = torch.randn(2, 10, 32, device=DEV)
+    with launched_kernels() as names:
+        layer(x).sum().backward()
+    assert fused_ran(names) == FUSED
+    assert all(torch.isfinite(p.grad.cpu()).all() for p in layer.parameters())
+
+
+@pytest.mark.parametrize(
+    "hq, hkv, masking, dtype",
+    [(4, 2, "causal", torch.float32), (6, 1, "float_mask", torch.float32), (3, 3, "bool_mask", torch.float32),
+     (4, 2, "causal", torch.float64)],
+    ids=["4/2_causal", "6/1_mask", "3/3", "4/2_f64"],
+)
+def test_grouped_query_attention(hq, hkv, masking, dtype):
+    """enable_gqa=True: ATen passes k and v with their own (fewer) heads; query head h reads k/v head
+    h / (hq / hkv) and dK/dV sum over the query heads of a group. Against CPU, forward and backward."""
+    q, k, v = qkv(2, hq, 13, 19, 16, 8, dtype=dtype)
+    k, v = k[:, :hkv].contiguous(), v[:, :hkv].contiguous()
+    kw, mask = {"enable_gqa": True}, None
+    if masking == "causal":
+        kw["is_causal"] = True
+    elif masking == "float_mask":
+        mask = torch.randn(1, hq, 13, 19, dtype=dtype)  # a mask per query head
+    else:
+        mask = torch.rand(13, 19) > 0.3
+        mask[:, 0] = True
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=1e-10, atol=1e-12)
+    assert fused_ran(check_against_cpu(q, k, v, mask, **tol, **kw)) == FUSED
 
 
 class Attention(nn.Module):

@@ -1,10 +1,11 @@
 // scaled_dot_product_attention as fused kernels (kernels_cl/attention.cl): PyTorch's composite asks
 // the device's _fused_sdp_choice_stub which backend to run; ours answers `overrideable` for the calls
-// these kernels take (float32/float64, 4-D q/k/v of any strides with equal batch and heads, head dims
-// up to 128, causal or an additive/bool mask broadcastable to the scores, no dropout) and `math`
-// otherwise. attention.cpp then calls _scaled_dot_product_fused_attention_overrideable (a bool mask
-// already turned into a 0/-inf bias of q's dtype), and PyTorch's autograd formula for that op calls
-// its backward. Forward: one launch; backward: two (dQ over query rows, then dK/dV over key rows).
+// these kernels take (float32/float64, 4-D q/k/v of any strides with equal batch and heads, or with
+// enable_gqa query heads a multiple of the k/v heads, head dims up to 128, causal or an additive/bool mask
+// broadcastable to the scores, dropout drawn in the kernels) and `math` otherwise. attention.cpp then
+// calls _scaled_dot_product_fused_attention_overrideable (a bool mask already turned into a 0/-inf bias of
+// q's dtype; k and v as given, unexpanded for enable_gqa), and PyTorch's autograd formula for that op
+// calls its backward. Forward: one launch; backward: two (dQ over query rows, then dK/dV over key rows).
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 #include <ATen/ExpandUtils.h>
@@ -27,6 +28,7 @@
 #include "aten/kernel_support/cl_types.h"
 #include "aten/kernel_support/dtype_fallback.h"
 #include "aten/kernel_support/opencl_tensor.h"
+#include "aten/generator.h"
 #include "runtime/device.h"
 #include "runtime/embedded_sources.h"
 #include "runtime/kernel_forms.h"
@@ -38,8 +40,10 @@ namespace {
 constexpr int64_t kMaxHeadDim = 128;
 
 // Why the fused kernels cannot take this call ("" when they can).
+// enable_gqa: q may have a multiple of k and v's heads (the fused op always allows it: ATen passes k and v
+// unexpanded and only calls it when F.scaled_dot_product_attention was given enable_gqa=True).
 std::string unsupported(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                        const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal) {
+                        const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal, bool enable_gqa) {
   for (const at::Tensor* t : {&q, &k, &v}) {
     if (!t->defined() || t->is_nested() || t->layout() != at::kStrided) return "q, k and v must be strided tensors";
     if (t->dim() != 4) return "q, k and v must be 4-D (batch, heads, sequence, head dim)";
@@ -50,13 +54,18 @@ std::string unsupported(const at::Tensor& q, const at::Tensor& k, const at::Tens
   const auto type = q.scalar_type();
   if (type != at::kFloat && type != at::kDouble) return "the dtype must be float32 or float64";
   if (!device_supports(type, q.device().index())) return "the device has no float64 (cl_khr_fp64)";
-  if (k.size(0) != q.size(0) || v.size(0) != q.size(0) || k.size(1) != q.size(1) || v.size(1) != q.size(1))
-    return "q, k and v must have the same batch and head counts (no broadcasting or grouped-query attention)";
+  if (k.size(0) != q.size(0) || v.size(0) != q.size(0)) return "q, k and v must have the same batch size";
+  if (k.size(1) != v.size(1)) return "k and v must have the same head count";
+  if (k.size(1) != q.size(1)) {
+    if (!enable_gqa) return "q, k and v must have the same head count without enable_gqa=True (no broadcasting)";
+    if (k.size(1) == 0 || q.size(1) % k.size(1) != 0)
+      return "with enable_gqa, q's head count must be a multiple of k and v's";
+  }
   if (k.size(2) != v.size(2)) return "k and v must have the same sequence length";
   if (k.size(3) != q.size(3)) return "q and k must have the same head dim";
   if (q.size(3) < 1 || q.size(3) > kMaxHeadDim || v.size(3) < 1 || v.size(3) > kMaxHeadDim)
     return "head dims must be 1 to " + std::to_string(kMaxHeadDim);
-  if (dropout_p != 0.0) return "dropout_p must be 0";
+  if (!(dropout_p >= 0.0 && dropout_p <= 1.0)) return "dropout_p must be in [0, 1]";
   if (mask && mask->defined()) {
     if (is_causal) return "is_causal and an attn_mask together";
     if (mask->scalar_type() != at::kBool && mask->scalar_type() != type)
@@ -72,7 +81,7 @@ std::string unsupported(const at::Tensor& q, const at::Tensor& k, const at::Tens
 
 void check_supported(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                      const std::optional<at::Tensor>& bias, double dropout_p, bool is_causal, const char* op) {
-  const std::string why = unsupported(q, k, v, bias, dropout_p, is_causal);
+  const std::string why = unsupported(q, k, v, bias, dropout_p, is_causal, /*enable_gqa=*/true);
   TORCH_CHECK(why.empty(), op, " on opencl: ", why, "; got q ", q.sizes(), " ", q.scalar_type(), " on ",
               q.device(), ", k ", k.sizes(), " ", k.scalar_type(), " on ", k.device(), ", v ", v.sizes(), " ",
               v.scalar_type(), " on ", v.device(),
@@ -86,9 +95,9 @@ void check_supported(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
 // The backend for F.scaled_dot_product_attention (at::SDPBackend), honouring torch.nn.attention.sdpa_kernel.
 int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                          const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal,
-                         std::optional<double> /*scale*/, bool /*enable_gqa: equal head counts are checked*/) {
+                         std::optional<double> /*scale*/, bool enable_gqa) {
   const auto& ctx = at::globalContext();
-  const std::string why = unsupported(q, k, v, mask, dropout_p, is_causal);
+  const std::string why = unsupported(q, k, v, mask, dropout_p, is_causal, enable_gqa);
   if (why.empty() && ctx.userEnabledOverrideableSDP()) return static_cast<int64_t>(at::SDPBackend::overrideable);
   if (ctx.userEnabledMathSDP()) return static_cast<int64_t>(at::SDPBackend::math);
   TORCH_CHECK(false, "scaled_dot_product_attention on opencl: the math backend is disabled and the fused kernel ",
@@ -142,12 +151,19 @@ cl_long4 strides_of(const at::Tensor& t) {
   return s;
 }
 
+// Dropout's draws: probability p and where its Philox counters start (attention.cl's header).
+struct Dropout {
+  double p = 0;
+  uint64_t seed = 0, offset = 0;  // the generator's seed and offset (in 32-bit draws) when the forward ran
+};
+
 // The tensors every attention kernel reads, in ATTN_INPUTS' order.
 struct Inputs {
   const at::Tensor &q, &k, &v;
   at::Tensor bias;  // expanded to (B, H, Lq, Lk), or undefined
   bool causal;
   double scale;
+  Dropout dropout;
 };
 
 void set_inputs(tocl::ArgSetter& a, const Inputs& in) {
@@ -156,12 +172,20 @@ void set_inputs(tocl::ArgSetter& a, const Inputs& in) {
   a.set(buffer_arg(in.v)).set(strides_of(in.v));
   a.set(has_bias ? buffer_arg(in.bias) : tocl::BufferArg{nullptr, 0}).set(has_bias ? strides_of(in.bias) : cl_long4{});
   a.set(static_cast<cl_int>(has_bias));
-  for (const int64_t n : {in.q.size(0), in.q.size(1), in.q.size(2), in.k.size(2)}) a.set(static_cast<cl_long>(n));
+  for (const int64_t n : {in.q.size(0), in.q.size(1), in.k.size(1), in.q.size(2), in.k.size(2)})
+    a.set(static_cast<cl_long>(n));
   a.set(static_cast<cl_int>(in.q.size(3))).set(static_cast<cl_int>(in.v.size(3)));
   const float scale_f = static_cast<float>(in.scale);
   const bool dbl = in.q.scalar_type() == at::kDouble;
   a.set(tocl::RawArg{dbl ? sizeof(double) : sizeof(float), dbl ? static_cast<const void*>(&in.scale) : &scale_f});
   a.set(static_cast<cl_int>(in.causal));
+  // Dropout: kept when a draw's low 24 bits are below ceil((1 - p) * 2^24), i.e. its uniform < 1 - p.
+  const double p = in.dropout.p, keep = 1.0 - p;
+  const double drop_scale = keep > 0 ? 1.0 / keep : 0.0;  // p == 1 drops every weight: zeros, not NaN
+  const float drop_scale_f = static_cast<float>(drop_scale);
+  a.set(static_cast<cl_int>(p > 0)).set(static_cast<cl_uint>(std::ceil(keep * 16777216.0)));
+  a.set(tocl::RawArg{dbl ? sizeof(double) : sizeof(float), dbl ? static_cast<const void*>(&drop_scale) : &drop_scale_f});
+  a.set(static_cast<cl_ulong>(in.dropout.seed)).set(static_cast<cl_ulong>((in.dropout.offset + 3) / 4));
 }
 
 // Launches a kernel over `rows` rows of each (batch, head): the tiled form a work-item per row in
@@ -199,6 +223,36 @@ double scale_of(const at::Tensor& q, std::optional<double> scale) {
   return scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(q.size(3)));
 }
 
+// What the launches of one forward or backward call share: its inputs, and the plan and programs for them.
+struct Call {
+  Inputs in;
+  int device;
+  Plan plan;
+  cl_kernel kernel(const char* name) const { return kernel_for(device, in.q.scalar_type(), plan, name); }
+};
+
+Call call_for(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const std::optional<at::Tensor>& bias,
+              bool is_causal, std::optional<double> scale, const Dropout& dropout) {
+  const int device = device_index(q);
+  return {Inputs{q, k, v, expanded_bias(bias, q, k), is_causal, scale_of(q, scale), dropout}, device,
+          plan_for(device, q.scalar_type(), q.size(3), v.size(3))};
+}
+
+// Reserves the forward's dropout draws from the device's default generator, under its mutex as
+// aten/native/random.cpp does: one Philox block (four draws) per four scores of the (B, H, Lq, Lk) grid.
+Dropout draw_dropout(const at::Tensor& q, const at::Tensor& k, double p) {
+  Dropout d;
+  d.p = p;
+  if (p == 0) return d;
+  auto* gen = at::get_generator_or_default<OpenCLGeneratorImpl>(std::nullopt, default_generator(device_index(q)));
+  const uint64_t scores = static_cast<uint64_t>(q.size(0) * q.size(1) * q.size(2) * k.size(2));
+  std::lock_guard<std::mutex> lock(gen->mutex_);
+  d.seed = gen->current_seed();
+  const uint64_t unaligned = gen->get_offset() % 4 ? 4 : 0;  // an offset set by hand: the kernels round it up
+  d.offset = gen->advance(4 * ((scores + 3) / 4) + unaligned);
+  return d;
+}
+
 using ForwardResult = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor,
                                  at::Tensor, at::Tensor>;
 
@@ -213,16 +267,19 @@ ForwardResult fused_attention(const at::Tensor& q, const at::Tensor& k, const at
   const int64_t B = q.size(0), H = q.size(1), Lq = q.size(2), Lk = k.size(2);
   auto out = output_like(q, v.size(3));
   auto lse = at::empty({B, H, Lq}, q.options().dtype(at::kFloat));
-  const Inputs in{q, k, v, expanded_bias(attn_bias, q, k), is_causal, scale_of(q, scale)};
-  const int device = device_index(q);
-  const Plan p = plan_for(device, q.scalar_type(), q.size(3), v.size(3));
-  cl_kernel kernel = kernel_for(device, q.scalar_type(), p, "attention_forward");
+  const Dropout dropout = draw_dropout(q, k, dropout_p);
+  const Call call = call_for(q, k, v, attn_bias, is_causal, scale, dropout);
+  cl_kernel kernel = call.kernel("attention_forward");
   tocl::ArgSetter a(kernel);
   a.set(buffer_arg(out)).set(strides_of(out)).set(buffer_arg(lse));
-  set_inputs(a, in);
-  launch(q, kernel, p, B * H, Lq);
-  // No random numbers are drawn (dropout_p is 0): the seed and offset are placeholders, as on XPU.
+  set_inputs(a, call.in);
+  launch(q, kernel, call.plan, B * H, Lq);
+  // The backward redraws the dropout mask from these (placeholders without dropout, as on XPU).
   auto seed = at::empty({}, at::dtype(at::kLong)), offset = at::empty({}, at::dtype(at::kLong));
+  if (dropout_p > 0) {
+    seed.fill_(static_cast<int64_t>(dropout.seed));
+    offset.fill_(static_cast<int64_t>(dropout.offset));
+  }
   return {out, lse, at::Tensor(), at::Tensor(), c10::SymInt(Lq), c10::SymInt(Lk), seed, offset, at::Tensor()};
 }
 
@@ -231,7 +288,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
     const at::Tensor& attn_bias, std::array<bool, 4> grad_input_mask, const at::Tensor& out,
     const at::Tensor& logsumexp, const at::Tensor& /*cum_seq_q*/, const at::Tensor& /*cum_seq_k*/,
     c10::SymInt /*max_q*/, c10::SymInt /*max_k*/, double dropout_p, bool is_causal,
-    const at::Tensor& /*philox_seed*/, const at::Tensor& /*philox_offset*/, std::optional<double> scale) {
+    const at::Tensor& philox_seed, const at::Tensor& philox_offset, std::optional<double> scale) {
   constexpr const char* op = "_scaled_dot_product_fused_attention_overrideable_backward";
   const std::optional<at::Tensor> bias = attn_bias.defined() ? std::optional<at::Tensor>(attn_bias) : std::nullopt;
   check_supported(q, k, v, bias, dropout_p, is_causal, op);
@@ -253,21 +310,29 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   auto grad_q = at::empty_like(q), grad_k = at::empty_like(k), grad_v = at::empty_like(v);
   const auto lse = logsumexp.contiguous();
   auto stats = at::empty({2, B * H * Lq}, q.options());  // each row's lse and delta, for the dK/dV launch
-  const Inputs in{q, k, v, expanded_bias(bias, q, k), is_causal, scale_of(q, scale)};
-  const int device = device_index(q);
-  const Plan p = plan_for(device, q.scalar_type(), q.size(3), v.size(3));
-  cl_kernel dq = kernel_for(device, q.scalar_type(), p, "attention_backward_dq");
+  Dropout dropout;
+  dropout.p = dropout_p;
+  if (dropout_p > 0) {
+    for (const at::Tensor* t : {&philox_seed, &philox_offset})
+      TORCH_CHECK(t->defined() && t->numel() == 1 && t->scalar_type() == at::kLong, op,
+                  " on opencl: with dropout_p > 0, philox_seed and philox_offset must be the forward's one-element "
+                  "int64 tensors");
+    dropout.seed = static_cast<uint64_t>(philox_seed.item<int64_t>());
+    dropout.offset = static_cast<uint64_t>(philox_offset.item<int64_t>());
+  }
+  const Call call = call_for(q, k, v, bias, is_causal, scale, dropout);
+  cl_kernel dq = call.kernel("attention_backward_dq");
   tocl::ArgSetter a(dq);
   a.set(buffer_arg(grad_q)).set(strides_of(grad_q)).set(buffer_arg(stats));
   a.set(buffer_arg(grad_out)).set(strides_of(grad_out)).set(buffer_arg(out)).set(strides_of(out)).set(buffer_arg(lse));
-  set_inputs(a, in);
-  launch(q, dq, p, B * H, Lq);
-  cl_kernel dkv = kernel_for(device, q.scalar_type(), p, "attention_backward_dkv");
+  set_inputs(a, call.in);
+  launch(q, dq, call.plan, B * H, Lq);
+  cl_kernel dkv = call.kernel("attention_backward_dkv");
   tocl::ArgSetter b(dkv);
   b.set(buffer_arg(grad_k)).set(strides_of(grad_k)).set(buffer_arg(grad_v)).set(strides_of(grad_v));
   b.set(buffer_arg(stats)).set(buffer_arg(grad_out)).set(strides_of(grad_out));
-  set_inputs(b, in);
-  launch(q, dkv, p, B * H, Lk);
+  set_inputs(b, call.in);
+  launch(q, dkv, call.plan, B * k.size(1), Lk);  // over the k/v heads, each walking its query heads
   return {grad_q, grad_k, grad_v, at::Tensor()};
 }
 
