@@ -15,6 +15,7 @@ from torch.nn import functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from _device_helpers import kernel_class, launched_kernels, native_only
+from _philox import philox4x32_10
 
 DEV = "opencl"
 FUSED = {"attention_forward", "attention_backward_dq", "attention_backward_dkv"}
@@ -187,25 +188,13 @@ def test_bad_input_gives_clear_errors():
 # the score's position, so the tests rebuild it here and compare with CPU's math path given that mask.
 
 
-def _philox4x32_10(seed, counters):
-    """Philox-4x32-10 blocks of uint64 `counters` under `seed`, in numpy: (n, 4) uint32 (as test_inductor's)."""
-    m = np.uint64(0xFFFFFFFF)
-    c = [counters & m, counters >> np.uint64(32), np.zeros_like(counters), np.zeros_like(counters)]
-    k0, k1 = np.uint64(seed & 0xFFFFFFFF), np.uint64((seed >> 32) & 0xFFFFFFFF)
-    for _ in range(10):
-        p0, p1 = np.uint64(0xD2511F53) * c[0], np.uint64(0xCD9E8D57) * c[2]
-        c = [(p1 >> np.uint64(32)) ^ c[1] ^ k0, p1 & m, (p0 >> np.uint64(32)) ^ c[3] ^ k1, p0 & m]
-        k0, k1 = (k0 + np.uint64(0x9E3779B9)) & m, (k1 + np.uint64(0xBB67AE85)) & m
-    return np.stack(c, axis=1)
-
-
 def keep_mask(seed, offset, shape, p):
     """The kernels' keep mask over the (B, H, Lq, Lk) scores: element e = ((b * H + h) * Lq + i) * Lk + j is
     kept when the low 24 bits of lane e % 4 of Philox block (offset + 3) // 4 + e // 4 are below
     ceil((1 - p) * 2^24) (its uniform, as eager dropout draws them, is below 1 - p)."""
     n = math.prod(shape)
     e = np.arange(n, dtype=np.uint64)
-    words = _philox4x32_10(seed, np.uint64((offset + 3) // 4) + (e >> np.uint64(2)))
+    words = philox4x32_10(seed, np.uint64((offset + 3) // 4) + (e >> np.uint64(2)))
     words = words[np.arange(n), (e & np.uint64(3)).astype(np.int64)]
     return torch.from_numpy((words & np.uint64(0xFFFFFF)) < math.ceil((1 - p) * 2**24)).reshape(shape)
 

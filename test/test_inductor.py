@@ -19,6 +19,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from _device_helpers import native_only
+from _philox import philox4x32_10
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
 from bench_training import digits_cnn, mlp, transformer  # noqa: E402
@@ -321,20 +322,6 @@ def test_index_out_of_range_raises_forms():
         assert_close(got, (table[good_idx] + 1, other[torch.tensor([6, 0])] * 2))
 
 
-def _philox4x32_10(seed, counters):
-    """Philox-4x32-10 blocks (kernels_cl/philox.cl) of uint64 `counters` under `seed`, in numpy: (n, 4) uint32."""
-    import numpy as np
-
-    m = np.uint64(0xFFFFFFFF)
-    c = [counters & m, counters >> np.uint64(32), np.zeros_like(counters), np.zeros_like(counters)]
-    k0, k1 = np.uint64(seed & 0xFFFFFFFF), np.uint64((seed >> 32) & 0xFFFFFFFF)
-    for _ in range(10):
-        p0, p1 = np.uint64(0xD2511F53) * c[0], np.uint64(0xCD9E8D57) * c[2]
-        c = [(p1 >> np.uint64(32)) ^ c[1] ^ k0, p1 & m, (p0 >> np.uint64(32)) ^ c[3] ^ k1, p0 & m]
-        k0, k1 = (k0 + np.uint64(0x9E3779B9)) & m, (k1 + np.uint64(0xBB67AE85)) & m
-    return np.stack(c, axis=1)
-
-
 def test_random_ops_draw_philox_blocks_forms():
     """The values a compiled rand/randn draws are fixed by the seed and the element's offset, whichever the
     kernel form: uniform i is lane i % 4 of block i / 4, normal i Box-Muller of words (x, y) or (z, w) of
@@ -352,11 +339,11 @@ def test_random_ops_draw_philox_blocks_forms():
         seed = int(torch.randint(-(2**63), 2**63 - 1, (1,), device=DEV).item()) & (2**64 - 1)
         i = np.arange(n, dtype=np.uint64)
         if op == "rand":
-            words = _philox4x32_10(seed, i >> np.uint64(2))[np.arange(n), (i & np.uint64(3)).astype(np.int64)]
+            words = philox4x32_10(seed, i >> np.uint64(2))[np.arange(n), (i & np.uint64(3)).astype(np.int64)]
             want = (words & np.uint64(0xFFFFFF)).astype(np.float64) / 2**24
             np.testing.assert_array_equal(got, want)
         else:
-            blocks = _philox4x32_10(seed, i >> np.uint64(1))
+            blocks = philox4x32_10(seed, i >> np.uint64(1))
             lane = 2 * (i & np.uint64(1)).astype(np.int64)
             u1 = ((blocks[np.arange(n), lane] & np.uint64(0xFFFFFF)) + 1).astype(np.float64) / 2**24
             u2 = (blocks[np.arange(n), lane + 1] & np.uint64(0xFFFFFF)).astype(np.float64) / 2**24

@@ -7,6 +7,8 @@ import pytest
 import torch
 from torch.nn import functional as F
 
+from _philox import philox4x32_10
+
 torch_opencl = pytest.importorskip("torch_opencl")
 if not torch.opencl.is_available():
     pytest.skip("no OpenCL device", allow_module_level=True)
@@ -48,6 +50,11 @@ def _philox(counter, key):
 def test_philox_known_answer():
     # Random123's known-answer vector for philox4x32_10 with zero counter and key
     assert _philox([0, 0, 0, 0], [0, 0]) == [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]
+    # The numpy form the compiled-kernel and attention tests rebuild their draws with (counter words 2-3 zero).
+    key = 0xDEADBEEF_12345678
+    assert philox4x32_10(key, [0, 2**32 + 5]).tolist() == [
+        _philox([0, 0, 0, 0], [key & 0xFFFFFFFF, key >> 32]), _philox([5, 1, 0, 0], [key & 0xFFFFFFFF, key >> 32])]
+    assert philox4x32_10(0, [0]).tolist() == [[0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]]
     seed = 0x1234_5678_9ABC
     g = torch.Generator(device=DEV).manual_seed(seed)
     got = torch.empty(8, dtype=torch.int64, device=DEV).random_(0, 2**32, generator=g).tolist()
