@@ -66,8 +66,9 @@ def launches():
     return torch.opencl._C._launch_count()
 
 
-def measure(step, steps, warmup):
-    """(median ms, kernel launches per step, seconds of the first call)."""
+def prepare(step, warmup):
+    """Runs `step` once (timed: the compile, for a compiled step) and `warmup` times more; returns (seconds of
+    the first call, kernel launches per step)."""
     torch.opencl.synchronize()
     t0 = time.perf_counter()
     step()
@@ -79,15 +80,25 @@ def measure(step, steps, warmup):
     before = launches()
     step()
     torch.opencl.synchronize()
-    per_step = launches() - before
-    times = []
+    return first, launches() - before
+
+
+def timed(step):
+    torch.opencl.synchronize()
+    t0 = time.perf_counter()
+    step()
+    torch.opencl.synchronize()
+    return time.perf_counter() - t0
+
+
+def measure_pair(eager, compiled, steps):
+    """Median ms of each, their steps alternating so that the machine's drift (this one is shared) falls on
+    both alike."""
+    times = ([], [])
     for _ in range(steps):
-        torch.opencl.synchronize()
-        t0 = time.perf_counter()
-        step()
-        torch.opencl.synchronize()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3, per_step, first
+        for side, step in enumerate((eager, compiled)):
+            times[side].append(timed(step))
+    return tuple(statistics.median(t) * 1e3 for t in times)
 
 
 def training_step(make, compiled, compile_optimizer=False):
@@ -156,15 +167,19 @@ def main():
         inductor_config.combo_kernels = True
 
     torch.opencl.set_fallback_mode("silent")
-    print(f"device: {torch.opencl.get_device_name()} | torch {torch.__version__} | median of {args.steps} steps")
+    print(f"device: {torch.opencl.get_device_name()} | torch {torch.__version__} | median of {args.steps} steps, "
+          "eager and compiled alternating")
     print(f"{'workload':<22}{'eager ms':>10}{'compiled ms':>13}{'ratio':>8}{'launches eager':>16}"
           f"{'compiled':>10}{'fewer':>7}{'compile s':>11}")
     for key in args.only.split(","):
         name, make_step, make = WORKLOADS[key]
         extra = {"compile_optimizer": True} if args.compile_optimizer and make_step is training_step else {}
-        eager_ms, eager_launches, _ = measure(make_step(make, False), args.steps, args.warmup)
+        eager = make_step(make, False)
+        _, eager_launches = prepare(eager, args.warmup)
         torch._dynamo.reset()
-        compiled_ms, compiled_launches, compile_s = measure(make_step(make, True, **extra), args.steps, args.warmup)
+        compiled = make_step(make, True, **extra)
+        compile_s, compiled_launches = prepare(compiled, args.warmup)
+        eager_ms, compiled_ms = measure_pair(eager, compiled, args.steps)
         fewer = eager_launches / max(compiled_launches, 1)
         print(f"{name:<22}{eager_ms:>10.2f}{compiled_ms:>13.2f}{compiled_ms / eager_ms:>8.2f}{eager_launches:>16}"
               f"{compiled_launches:>10}{fewer:>6.1f}x{compile_s:>11.1f}", flush=True)

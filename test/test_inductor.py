@@ -18,7 +18,7 @@ import torch._inductor.config as inductor_config
 from torch import nn
 from torch.nn import functional as F
 
-from _device_helpers import native_only
+from _device_helpers import launched_kernels, native_only
 from _philox import philox4x32_10
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
@@ -288,6 +288,29 @@ def test_random_ops():
         want = fn(x)
     for g, w in zip(got, want):
         assert torch.equal(g.cpu(), w.cpu())
+
+
+def test_small_cat_of_many_inputs_is_one_kernel_forms():
+    """A stack of many small extern results (a compiled clip_grad_norm_'s per-parameter norms) is one kernel
+    (_inductor/lowerings.py), not one copy launch per input; a large cat of many inputs stays Inductor's."""
+
+    def norms(xs):
+        return torch.stack(torch._foreach_norm(xs))
+
+    xs = [torch.randn(5 + i, 3) for i in range(12)]
+    compiled = torch.compile(norms)
+    dev = [x.to(DEV) for x in xs]
+    compiled(dev)
+    with launched_kernels() as names:
+        got = compiled(dev)
+    assert_close(got, norms(xs), rtol=1e-5, atol=1e-6)
+    generated = [n for n in names if n.startswith("opencl_")]
+    assert len(generated) == 1, names  # the stack; _foreach_norm is ATen's (its own launches)
+
+    big = [torch.randn(600, 3) for _ in range(10)]  # 18000 elements: above the small-cat limit
+    torch._dynamo.reset()
+    cat = torch.compile(lambda xs: torch.cat([x * 2 for x in xs]))
+    assert_close(cat([x.to(DEV) for x in big]), torch.cat([x * 2 for x in big]))
 
 
 def test_index_out_of_range_raises_forms():
