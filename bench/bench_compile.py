@@ -66,14 +66,18 @@ def launches():
     return torch.opencl._C._launch_count()
 
 
-def prepare(step, warmup):
-    """Runs `step` once (timed: the compile, for a compiled step) and `warmup` times more; returns (seconds of
-    the first call, kernel launches per step)."""
+def timed(step):
     torch.opencl.synchronize()
     t0 = time.perf_counter()
     step()
     torch.opencl.synchronize()
-    first = time.perf_counter() - t0
+    return time.perf_counter() - t0
+
+
+def prepare(step, warmup):
+    """Runs `step` once (timed: the compile, for a compiled step) and `warmup` times more; returns (seconds of
+    the first call, kernel launches per step)."""
+    first = timed(step)
     for _ in range(warmup):
         step()
     torch.opencl.synchronize()
@@ -81,14 +85,6 @@ def prepare(step, warmup):
     step()
     torch.opencl.synchronize()
     return first, launches() - before
-
-
-def timed(step):
-    torch.opencl.synchronize()
-    t0 = time.perf_counter()
-    step()
-    torch.opencl.synchronize()
-    return time.perf_counter() - t0
 
 
 def measure_pair(eager, compiled, steps):
