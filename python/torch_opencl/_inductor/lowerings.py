@@ -7,13 +7,15 @@ small transformer, more than the rest of the clip and the optimizer step togethe
 (SMALL_CAT_NUMEL elements or fewer, static sizes) one kernel that takes each element from its input
 (Inductor's pointwise_cat) does the same in one launch.
 """
+import math
+
 import sympy
 import torch
 
 SMALL_CAT_NUMEL = 4096
 
 
-def _small_cat_of_many(inputs, dim) -> bool:
+def _small_cat_of_many(inputs) -> bool:
     from torch._inductor import config
 
     if not isinstance(inputs, (list, tuple)) or len(inputs) <= config.max_pointwise_cat_inputs:
@@ -26,10 +28,8 @@ def _small_cat_of_many(inputs, dim) -> bool:
         size = x.get_size()
         if not all(isinstance(s, (int, sympy.Integer)) for s in size):
             return False  # dynamic sizes: Inductor's choice
-        numel = 1
-        for s in size:
-            numel *= int(s)
-        if numel == 0 or (x.get_device() != device):
+        numel = math.prod(int(s) for s in size)
+        if numel == 0 or x.get_device() != device:
             return False
         total += numel
     return total <= SMALL_CAT_NUMEL
@@ -46,7 +46,7 @@ def install() -> None:
         def cat(*args, _inductors=inductors, **kwargs):
             inputs = args[0] if args else kwargs["tensors"]
             dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
-            if _small_cat_of_many(inputs, dim):
+            if _small_cat_of_many(inputs):
                 return lowering.pointwise_cat(list(inputs), lowering._validate_dim(inputs[0], dim, 0))
             return _inductors(*args, **kwargs)
 
