@@ -37,15 +37,10 @@
 
 #define DROP_ARGS seed, drop_block, keep_below, drop_scale
 
-// Dropout's factor for score element e (see above): drop_scale where it is kept, else 0. *r and *at cache
-// the Philox block last drawn (at its counter), so consecutive elements draw each block once.
-inline T drop_factor(ulong e, uint4 *r, ulong *at, ulong seed, ulong drop_block, uint keep_below, T drop_scale) {
-  const ulong counter = drop_block + (e >> 2);
-  if (counter != *at) {
-    *r = draw_block(seed, counter);
-    *at = counter;
-  }
-  const uint lane = (uint)(e & 3), w = lane == 0 ? r->x : lane == 1 ? r->y : lane == 2 ? r->z : r->w;
+// Dropout's factor for score element e (see above): drop_scale where it is kept, else 0. memo keeps the block
+// last drawn, so consecutive elements draw each block once.
+inline T drop_factor(ulong e, philox_memo *memo, ulong seed, ulong drop_block, uint keep_below, T drop_scale) {
+  const uint w = block_word(draw_block_memo(seed, drop_block + (e >> 2), memo), (uint)(e & 3));
   return (w & 0xffffffu) < keep_below ? drop_scale : (T)0;
 }
 
@@ -151,8 +146,7 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_forward_
   T m = -INFINITY, l = 0;
   const long group_end = key_end(min(first + BM, Lq) - 1, Lk, causal);
   const long jend = live ? key_end(i, Lk, causal) : 0;
-  uint4 rb;
-  ulong at = ~0ul;
+  philox_memo drawn = PHILOX_MEMO_INIT;
   for (long j0 = 0; j0 < group_end; j0 += BN) {
     const int n = (int)min((long)BN, group_end - j0);
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -167,7 +161,7 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_forward_
       s[c] = x;
     }
 #define VROW(c) (vt + (c) * Dv)
-#define Z(c) drop_factor((bh * Lq + i) * Lk + j0 + (c), &rb, &at, DROP_ARGS)
+#define Z(c) drop_factor((bh * Lq + i) * Lk + j0 + (c), &drawn, DROP_ARGS)
     ONLINE_STEP(s, Z, n, VROW, 1)
 #undef VROW
 #undef Z
@@ -208,8 +202,7 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
   const long group_end = key_end(min(first + BM, Lq) - 1, Lk, causal);
   const long jend = live ? key_end(i, Lk, causal) : 0;
   T row_lse = live ? (T)lse[lse_off + r] : 0, m = -INFINITY, l = 0;
-  uint4 rb;
-  ulong at = ~0ul;
+  philox_memo drawn = PHILOX_MEMO_INIT;
   // Pass 0 (EXACT_LSE only) recomputes the lse; pass 1 accumulates dQ.
   for (int pass = EXACT_LSE ? 0 : 1; pass < 2; ++pass) {
     for (long j0 = 0; j0 < group_end; j0 += BN) {
@@ -230,7 +223,7 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
         if (p == 0) continue;
         T dp = 0;
         for (int d = 0; d < Dv; ++d) dp += g[d] * vt[c * Dv + d];
-        if (dropout) dp *= drop_factor(r * Lk + j, &rb, &at, DROP_ARGS);
+        if (dropout) dp *= drop_factor(r * Lk + j, &drawn, DROP_ARGS);
         const T ds = p * (dp - delta);
         for (int d = 0; d < D; ++d) acc[d] += ds * kt[c * D + d];
       }
@@ -262,8 +255,7 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
     vv[d] = live ? v[v_off + b * sv.x + hk * sv.y + j * sv.z + d * sv.w] : 0;
     dva[d] = 0;
   }
-  uint4 rb;
-  ulong at = ~0ul;
+  philox_memo drawn = PHILOX_MEMO_INIT;
   for (long h = hk * G; h < (hk + 1) * G; ++h) {  // the query heads reading this k/v head
     const long bh = b * H + h;
     __global const T *qh = q + q_off + b * sq.x + h * sq.y;
@@ -287,7 +279,7 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
         if (causal && i < j) continue;
         const T p = prob(score_local(kk, qt + c * D, D, has_bias ? bc[i * sb.z] : (T)0), st[c]);
         if (p == 0) continue;
-        const T z = dropout ? drop_factor((bh * Lq + i) * Lk + j, &rb, &at, DROP_ARGS) : (T)1;
+        const T z = dropout ? drop_factor((bh * Lq + i) * Lk + j, &drawn, DROP_ARGS) : (T)1;
         T dp = 0;
         for (int d = 0; d < Dv; ++d) {
           const T gd = gt[c * Dv + d];
@@ -323,24 +315,12 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 
-// drop_factor for the VR lanes' elements e at once: philox.cl's rounds on vectors (one block per lane; the
-// 32 x 32 -> 64-bit products as ulong16 multiplies, which vectorise, as in philox.cl).
+// drop_factor for the VR lanes' elements e at once, one Philox block per lane (philox.cl's vector rounds).
 inline TV drop_factors(ulong16 e, ulong seed, ulong drop_block, uint keep_below, T drop_scale) {
   const ulong16 counter = (ulong16)(drop_block) + (e >> 2);
   uint16 c0 = convert_uint16(counter), c1 = convert_uint16(counter >> 32), c2 = 0, c3 = 0;
-  uint k0 = (uint)seed, k1 = (uint)(seed >> 32);
-#pragma unroll
-  for (int round = 0; round < 10; ++round) {
-    const ulong16 p0 = convert_ulong16(c0) * (ulong)PHILOX_M0, p1 = convert_ulong16(c2) * (ulong)PHILOX_M1;
-    c0 = convert_uint16(p1 >> 32) ^ c1 ^ k0;
-    c1 = convert_uint16(p1);
-    c2 = convert_uint16(p0 >> 32) ^ c3 ^ k1;
-    c3 = convert_uint16(p0);
-    k0 += PHILOX_W0;
-    k1 += PHILOX_W1;
-  }
-  const uint16 lane = convert_uint16(e & 3);
-  const uint16 w = select(select(c0, c1, lane == 1), select(c2, c3, lane == 3), lane >= 2);
+  philox4x32_10_x16(&c0, &c1, &c2, &c3, (uint2)((uint)seed, (uint)(seed >> 32)));
+  const uint16 w = block_word_x16(c0, c1, c2, c3, convert_uint16(e & 3));
   return select((TV)0, (TV)(drop_scale), CAT(convert_, TI)((w & 0xffffffu) < keep_below));
 }
 

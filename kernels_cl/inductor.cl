@@ -93,43 +93,30 @@ inline long tocl_index_error(__global int* errors, long index, long size) {
 // generator per graph run). Consecutive offsets share a Philox block, as eager's distributions do: four
 // uniforms (lanes x, y, z, w of block offset / 4); a normal or a 64-bit integer takes two words (x, y or
 // z, w of block offset / 2). The values do not depend on the kernel's form. The CPU form keeps the last
-// block a call site drew (tocl_rng_memo, one per call site, declared before the loop over outputs), so a
+// block a call site drew (philox_memo, one per call site, declared before the loop over outputs), so a
 // work-item walking a contiguous chunk runs one Philox per block instead of one per element: Philox was
 // most of a fused relu + dropout kernel's time.
-typedef struct {
-  long seed;
-  ulong block;
-  uint4 bits;
-} tocl_rng_memo;
-#define TOCL_RNG_MEMO_INIT {0L, ~0UL, (uint4)(0u)}
-
-inline uint4 tocl_block(long seed, ulong block, tocl_rng_memo* memo) {
-  if (memo == 0) return draw_block((ulong)seed, block);
-  if (memo->block != block || memo->seed != seed) {
-    memo->bits = draw_block((ulong)seed, block);
-    memo->block = block;
-    memo->seed = seed;
-  }
-  return memo->bits;
+inline uint4 tocl_block(long seed, ulong block, philox_memo* memo) {
+  return memo == 0 ? draw_block((ulong)seed, block) : draw_block_memo((ulong)seed, block, memo);
 }
 inline float tocl_u24(uint bits) { return (float)(bits & 0xffffffu) * (1.0f / 16777216.0f); }
 
-inline float tocl_rand_at(long seed, long offset, tocl_rng_memo* memo) {
+inline float tocl_rand_at(long seed, long offset, philox_memo* memo) {
   const uint4 r = tocl_block(seed, (ulong)offset >> 2, memo);
   const uint lane = (uint)offset & 3u;
-  return tocl_u24(lane == 0 ? r.x : lane == 1 ? r.y : lane == 2 ? r.z : r.w);
+  return tocl_u24(block_word(r, lane));
 }
-inline uint2 tocl_pair_at(long seed, long offset, tocl_rng_memo* memo) {
+inline uint2 tocl_pair_at(long seed, long offset, philox_memo* memo) {
   const uint4 r = tocl_block(seed, (ulong)offset >> 1, memo);
   return ((uint)offset & 1u) ? r.zw : r.xy;
 }
-inline float tocl_randn_at(long seed, long offset, tocl_rng_memo* memo) {
+inline float tocl_randn_at(long seed, long offset, philox_memo* memo) {
   const uint2 r = tocl_pair_at(seed, offset, memo);
   const float u1 = (float)((r.x & 0xffffffu) + 1u) * (1.0f / 16777216.0f);  // (0, 1]: log stays finite
   const float u2 = tocl_u24(r.y);
   return sqrt(-2.0f * log(u1)) * cospi(2.0f * u2);
 }
-inline long tocl_randint64_at(long seed, long offset, long low, long high, tocl_rng_memo* memo) {
+inline long tocl_randint64_at(long seed, long offset, long low, long high, philox_memo* memo) {
   const uint2 r = tocl_pair_at(seed, offset, memo);
   const ulong bits = ((ulong)r.y << 32) | (ulong)r.x;
   return low + (long)(bits % (ulong)(high - low));

@@ -1,5 +1,5 @@
-// The counter-based Philox-4x32-10 generator: random.cl's distributions and the random ops of
-// torch.compile's kernels (inductor.cl) draw from it.
+// The counter-based Philox-4x32-10 generator: random.cl's distributions, fused attention's dropout
+// (attention.cl) and the random ops of torch.compile's kernels (inductor.cl) draw from it.
 #define PHILOX_M0 0xD2511F53u
 #define PHILOX_M1 0xCD9E8D57u
 #define PHILOX_W0 0x9E3779B9u
@@ -22,4 +22,47 @@ inline uint4 philox4x32_10(uint4 c, uint2 k) {
 
 inline uint4 draw_block(ulong seed, ulong counter) {
   return philox4x32_10((uint4)((uint)counter, (uint)(counter >> 32), 0u, 0u), (uint2)((uint)seed, (uint)(seed >> 32)));
+}
+
+// The block a kernel drew last, for elements that share it: a work-item walking consecutive elements draws
+// each block once (Philox was most of a fused relu + dropout's time). The counter ~0 never occurs (it would
+// be element 2^66 of a stream), so PHILOX_MEMO_INIT holds no block.
+typedef struct {
+  ulong seed;
+  ulong counter;
+  uint4 bits;
+} philox_memo;
+#define PHILOX_MEMO_INIT {0UL, ~0UL, (uint4)(0u)}
+
+inline uint4 draw_block_memo(ulong seed, ulong counter, philox_memo *memo) {
+  if (memo->counter != counter || memo->seed != seed) {
+    memo->bits = draw_block(seed, counter);
+    memo->counter = counter;
+    memo->seed = seed;
+  }
+  return memo->bits;
+}
+
+// Word `lane` (0 to 3) of a block.
+inline uint block_word(uint4 r, uint lane) { return lane == 0 ? r.x : lane == 1 ? r.y : lane == 2 ? r.z : r.w; }
+
+// Sixteen blocks at once, one per vector lane: block i is (c0, c1, c2, c3).si under key k. The same rounds as
+// philox4x32_10, with the 32 x 32 -> 64-bit products as ulong16 multiplies, which vectorise.
+inline void philox4x32_10_x16(uint16 *c0, uint16 *c1, uint16 *c2, uint16 *c3, uint2 k) {
+#pragma unroll
+  for (int r = 0; r < 10; ++r) {
+    const ulong16 p0 = convert_ulong16(*c0) * (ulong)PHILOX_M0, p1 = convert_ulong16(*c2) * (ulong)PHILOX_M1;
+    const uint16 y = *c1, w = *c3;
+    *c0 = convert_uint16(p1 >> 32) ^ y ^ k.x;
+    *c1 = convert_uint16(p1);
+    *c2 = convert_uint16(p0 >> 32) ^ w ^ k.y;
+    *c3 = convert_uint16(p0);
+    k.x += PHILOX_W0;
+    k.y += PHILOX_W1;
+  }
+}
+
+// Word lane.si of block i of sixteen blocks (c0, c1, c2, c3).
+inline uint16 block_word_x16(uint16 c0, uint16 c1, uint16 c2, uint16 c3, uint16 lane) {
+  return select(select(c0, c1, lane == 1), select(c2, c3, lane == 3), lane >= 2);
 }

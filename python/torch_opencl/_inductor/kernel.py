@@ -144,7 +144,7 @@ class OpenCLKernel(SIMDKernel):
         """A new Philox block memo for a random op's call site (CPU form), declared before the loop over
         outputs; the call passes its address."""
         name = f"rng{next(self.rng_memos)}"
-        self.hoisted.writeline(f"tocl_rng_memo {name} = TOCL_RNG_MEMO_INIT;")
+        self.hoisted.writeline(f"philox_memo {name} = PHILOX_MEMO_INIT;")
         return f"&{name}"
 
     # --- types and indexing
