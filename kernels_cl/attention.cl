@@ -319,8 +319,9 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
 inline TV drop_factors(ulong16 e, ulong seed, ulong drop_block, uint keep_below, T drop_scale) {
   const ulong16 counter = (ulong16)(drop_block) + (e >> 2);
   uint16 c0 = convert_uint16(counter), c1 = convert_uint16(counter >> 32), c2 = 0, c3 = 0;
-  philox4x32_10_x16(&c0, &c1, &c2, &c3, (uint2)((uint)seed, (uint)(seed >> 32)));
-  const uint16 w = block_word_x16(c0, c1, c2, c3, convert_uint16(e & 3));
+  PHILOX4X32_10_X16(c0, c1, c2, c3, (uint)seed, (uint)(seed >> 32));
+  const uint16 lane = convert_uint16(e & 3);
+  const uint16 w = BLOCK_WORD_X16(c0, c1, c2, c3, lane);
   return select((TV)0, (TV)(drop_scale), CAT(convert_, TI)((w & 0xffffffu) < keep_below));
 }
 

@@ -46,23 +46,25 @@ inline uint4 draw_block_memo(ulong seed, ulong counter, philox_memo *memo) {
 // Word `lane` (0 to 3) of a block.
 inline uint block_word(uint4 r, uint lane) { return lane == 0 ? r.x : lane == 1 ? r.y : lane == 2 ? r.z : r.w; }
 
-// Sixteen blocks at once, one per vector lane: block i is (c0, c1, c2, c3).si under key k. The same rounds as
-// philox4x32_10, with the 32 x 32 -> 64-bit products as ulong16 multiplies, which vectorise.
-inline void philox4x32_10_x16(uint16 *c0, uint16 *c1, uint16 *c2, uint16 *c3, uint2 k) {
-#pragma unroll
-  for (int r = 0; r < 10; ++r) {
-    const ulong16 p0 = convert_ulong16(*c0) * (ulong)PHILOX_M0, p1 = convert_ulong16(*c2) * (ulong)PHILOX_M1;
-    const uint16 y = *c1, w = *c3;
-    *c0 = convert_uint16(p1 >> 32) ^ y ^ k.x;
-    *c1 = convert_uint16(p1);
-    *c2 = convert_uint16(p0 >> 32) ^ w ^ k.y;
-    *c3 = convert_uint16(p0);
-    k.x += PHILOX_W0;
-    k.y += PHILOX_W1;
-  }
-}
+// Sixteen blocks at once, one per vector lane: block i is (c0, c1, c2, c3).si (uint16 lvalues, rewritten in
+// place) under key (k0, k1). The same rounds as philox4x32_10, with the 32 x 32 -> 64-bit products as
+// ulong16 multiplies, which vectorise. Macros, not functions: PoCL warns that passing 16-wide vectors by
+// value changes the ABI on CPUs without AVX-512.
+#define PHILOX4X32_10_X16(c0, c1, c2, c3, key0, key1)                                                     \
+  do {                                                                                                  \
+    uint philox_k0_ = (key0), philox_k1_ = (key1);                                                      \
+    _Pragma("unroll") for (int philox_r_ = 0; philox_r_ < 10; ++philox_r_) {                            \
+      const ulong16 philox_p0_ = convert_ulong16(c0) * (ulong)PHILOX_M0;                                \
+      const ulong16 philox_p1_ = convert_ulong16(c2) * (ulong)PHILOX_M1;                                \
+      c0 = convert_uint16(philox_p1_ >> 32) ^ (c1) ^ philox_k0_;                                        \
+      c1 = convert_uint16(philox_p1_);                                                                  \
+      c2 = convert_uint16(philox_p0_ >> 32) ^ (c3) ^ philox_k1_;                                        \
+      c3 = convert_uint16(philox_p0_);                                                                  \
+      philox_k0_ += PHILOX_W0;                                                                          \
+      philox_k1_ += PHILOX_W1;                                                                          \
+    }                                                                                                   \
+  } while (0)
 
 // Word lane.si of block i of sixteen blocks (c0, c1, c2, c3).
-inline uint16 block_word_x16(uint16 c0, uint16 c1, uint16 c2, uint16 c3, uint16 lane) {
-  return select(select(c0, c1, lane == 1), select(c2, c3, lane == 3), lane >= 2);
-}
+#define BLOCK_WORD_X16(c0, c1, c2, c3, lane) \
+  select(select((c0), (c1), (lane) == 1), select((c2), (c3), (lane) == 3), (lane) >= 2)
