@@ -51,3 +51,22 @@ __kernel void first_out_of_range(__global long* result, ulong result_offset, __g
     result[result_offset + 1] = first[0] < 0 ? 0 : (long)index[index_offset + first[0]];
   }
 }
+
+// The deferred form (runtime/deferred_errors.h): no read back. An index outside [lo, hi) (but `skip` when
+// has_skip) is written to the call site's error record, the first one to set its flag wins: the record's
+// int flag, then the index and hi as longs. The host raises it at its next wait on the stream.
+__kernel void record_out_of_range(__global int* record, ulong record_offset, __global const I_T* index,
+                                  ulong index_offset, long n, long lo, long hi, int has_skip, long skip) {
+  for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
+    const long v = (long)index[index_offset + i];
+    if ((v < lo || v >= hi) && !(has_skip && v == skip)) {
+      __global int* r = record + record_offset;
+      if (atomic_cmpxchg((volatile __global int*)r, 0, 1) == 0) {
+        __global long* seen = (__global long*)(r + 2);
+        seen[0] = v;
+        seen[1] = hi;
+      }
+      return;
+    }
+  }
+}

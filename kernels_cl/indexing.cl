@@ -8,7 +8,9 @@ __kernel void index_select(__global T_T* out, ulong out_offset, __global const T
   const long e = get_global_id(0);
   if (e >= total) return;
   const long i = e % inner, k = (e / inner) % K, o = e / (inner * K);
-  const long src = (o * D + (long)index[index_offset + k]) * inner + i;
+  // Clamped: a bad index was raised by the host's check, or (deferred checks) recorded for the next wait.
+  const long ix = clamp((long)index[index_offset + k], 0L, D - 1);
+  const long src = (o * D + ix) * inner + i;
   STORE_T(out, out_offset + e, LOAD_T(in, in_offset + src));
 }
 

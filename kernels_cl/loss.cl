@@ -1,6 +1,7 @@
 // Negative log-likelihood loss over input (N, C, S) and target (N, S), contiguous
 // (nll_loss: S = 1; nll_loss2d: S = H * W). `weight` (C) is read only when has_weight.
-// Targets were bounds-checked on the host side (aten/native/index_bounds.cpp).
+// Targets were bounds-checked (aten/native/index_bounds.cpp), or, where that check is deferred, recorded
+// for the next wait: a target outside [0, C) is skipped like ignore_index, so nothing reads out of bounds.
 
 inline ACC class_weight(__global const T_T* weight, ulong w_offset, int has_weight, long t) {
   return has_weight ? (ACC)LOAD_T(weight, w_offset + t) : (ACC)1;
@@ -14,7 +15,7 @@ __kernel void nll_forward_none(__global T_T* out, ulong out_offset, __global con
   if (i >= N * S) return;
   const long t = (long)target[t_offset + i];
   ACC v = 0;
-  if (t != ignore_index) {
+  if (t != ignore_index && t >= 0 && t < C) {
     const long n = i / S, s = i % S;
     v = -class_weight(weight, w_offset, has_weight, t) * (ACC)LOAD_T(in, in_offset + (n * C + t) * S + s);
   }
@@ -32,7 +33,7 @@ __kernel void nll_forward_reduce(__global T_T* out, ulong out_offset, __global T
   ACC loss = 0, tw = 0;
   for (long i = l; i < N * S; i += WG) {
     const long t = (long)target[t_offset + i];
-    if (t == ignore_index) continue;
+    if (t == ignore_index || t < 0 || t >= C) continue;
     const long n = i / S, s = i % S;
     const ACC w = class_weight(weight, w_offset, has_weight, t);
     loss -= w * (ACC)LOAD_T(in, in_offset + (n * C + t) * S + s);
@@ -63,7 +64,7 @@ __kernel void nll_backward(__global T_T* grad_in, ulong gi_offset, __global cons
   const long i = get_global_id(0);
   if (i >= N * S) return;
   const long t = (long)target[t_offset + i];
-  if (t == ignore_index) return;
+  if (t == ignore_index || t < 0 || t >= C) return;
   const long n = i / S, s = i % S;
   ACC g = reduction == 0 ? (ACC)LOAD_T(grad_out, go_offset + i) : (ACC)LOAD_T(grad_out, go_offset);
   if (reduction == 1) g /= (ACC)LOAD_T(total_weight, tw_offset);

@@ -16,7 +16,7 @@ __kernel void nll_reduce_partials(__global ACC* partial, ulong partial_offset, _
   ACC loss = 0, tw = 0;
   for (long i = get_global_id(0); i < N * S; i += get_global_size(0)) {
     const long t = (long)target[t_offset + i];
-    if (t == ignore_index) continue;
+    if (t == ignore_index || t < 0 || t >= C) continue;  // a bad target (recorded, see loss.cl) is skipped
     const long n = i / S, s = i - n * S;
     const ACC w = has_weight ? (ACC)LOAD_T(weight, w_offset + t) : (ACC)1;
     loss -= w * (ACC)LOAD_T(in, in_offset + (n * C + t) * S + s);

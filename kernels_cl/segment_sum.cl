@@ -19,12 +19,13 @@ typedef struct {
   long skip_row;     // a row never written (embedding's padding_idx); -1 for none
   long accumulate;   // 1: target += sum (index_add); 0: target = sum (rows not hit were zeroed)
   long scale_by_freq;  // divide each row's sum by its count (embedding's scale_grad_by_freq)
+  long rows;         // target rows: a key outside [0, rows) (an index whose check is deferred) writes nothing
 } Segments;
 
 #define KEY(p) ((long)keys[k_off + (p)])
 
 inline void write_row(__global T_T* target, ulong t_off, const Segments* g, long row, long tcol, ACC sum, long count) {
-  if (row == g->skip_row) return;
+  if (row == g->skip_row || row < 0 || row >= g->rows) return;
   ACC v = sum;
   if (g->scale_by_freq) v /= (ACC)count;
   const ulong at = t_off + row * g->t_row + tcol;

@@ -1,12 +1,10 @@
 #include "runtime/deferred_errors.h"
 
-#include <array>
-#include <cstring>
 #include <map>
 #include <mutex>
+#include <utility>
 #include <vector>
 
-#include "runtime/allocator.h"
 #include "runtime/error.h"
 #include "runtime/stream.h"
 
@@ -21,36 +19,35 @@ struct Site {
   DescribeError describe;
 };
 
-struct DeviceRecords {
-  void* table = nullptr;             // kMaxSites records
-  std::map<int, uint64_t> armed;     // stream -> armed sites
+struct ArmedRecord {
+  int site;
+  std::shared_ptr<void> keep_alive;
 };
+
+struct StreamRecords {
+  uint64_t sites = 0;                                              // table records
+  std::map<std::pair<cl_mem, size_t>, ArmedRecord> others;         // records elsewhere
+};
+
+struct DeviceRecords {
+  cl_mem table = nullptr;  // kMaxSites records
+  std::map<int, StreamRecords> armed;  // by stream
+};
+
+struct Record {
+  int32_t flag, unused;
+  int64_t index, size, spare;
+};
+static_assert(sizeof(Record) == kErrorRecordBytes, "the record layout of kernels_cl/index_bounds.cl");
 
 std::mutex mutex;
 std::vector<Site> sites;
 std::map<int, DeviceRecords> devices;
 void (*reporter)(const RecordedError&) = nullptr;
 
-void* record_of(void* table, int id) { return static_cast<char*>(table) + id * kErrorRecordBytes; }
-
-// Under `mutex`.
-void* table_of(int device) {
-  DeviceRecords& d = devices[device];
-  if (!d.table) {
-    const size_t bytes = kMaxSites * kErrorRecordBytes;
-    void* table = allocator(device).allocate(bytes, 0);
-    const std::vector<char> zeros(bytes, 0);
-    const Resolved r = resolve(table);
-    TOCL_CHECK(clEnqueueWriteBuffer(queue(device, 0), r.buffer, CL_TRUE, r.offset, bytes, zeros.data(), 0, nullptr,
-                                    nullptr));
-    d.table = table;
-  }
-  return d.table;
-}
-
 }  // namespace
 
-ErrorSite error_site(int device, const std::string& name, const DescribeError& describe) {
+int error_site(const std::string& name, const DescribeError& describe) {
   std::lock_guard<std::mutex> lock(mutex);
   int id = 0;
   while (id < static_cast<int>(sites.size()) && sites[id].name != name) ++id;
@@ -58,12 +55,30 @@ ErrorSite error_site(int device, const std::string& name, const DescribeError& d
     if (id == kMaxSites) throw Error("Too many deferred-error sites (" + std::to_string(kMaxSites) + "): " + name);
     sites.push_back({name, describe});
   }
-  return {id, record_of(table_of(device), id)};
+  return id;
+}
+
+RecordLocation site_record(int device, int site_id) {
+  std::lock_guard<std::mutex> lock(mutex);
+  DeviceRecords& d = devices[device];
+  if (!d.table) {
+    std::vector<Record> zeros(kMaxSites);
+    cl_int status = CL_SUCCESS;
+    d.table = clCreateBuffer(context(device), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(Record) * kMaxSites,
+                             zeros.data(), &status);
+    TOCL_CHECK(status);
+  }
+  return {d.table, static_cast<size_t>(site_id) * kErrorRecordBytes};
 }
 
 void arm_error_site(int device, int stream, int site_id) {
   std::lock_guard<std::mutex> lock(mutex);
-  devices[device].armed[stream] |= uint64_t{1} << site_id;
+  devices[device].armed[stream].sites |= uint64_t{1} << site_id;
+}
+
+void arm_error_record(int device, int stream, int site_id, RecordLocation record, std::shared_ptr<void> keep_alive) {
+  std::lock_guard<std::mutex> lock(mutex);
+  devices[device].armed[stream].others[{record.buffer, record.offset}] = {site_id, std::move(keep_alive)};
 }
 
 void set_recorded_error_reporter(void (*r)(const RecordedError&)) {
@@ -72,44 +87,49 @@ void set_recorded_error_reporter(void (*r)(const RecordedError&)) {
 }
 
 void raise_recorded_errors(int device, int stream) {
-  uint64_t mask = 0;
-  void* table = nullptr;
+  // Take what the waited streams armed: (record, site), the table's first.
+  std::vector<std::pair<RecordLocation, int>> armed;
+  std::vector<std::shared_ptr<void>> alive;  // released after the read
+  std::vector<Site> named;
   {
     std::lock_guard<std::mutex> lock(mutex);
     const auto d = devices.find(device);
     if (d == devices.end()) return;
-    for (const auto& [s, m] : d->second.armed)
-      if (stream < 0 || s == stream) mask |= m;
-    if (!mask) return;
-    table = d->second.table;
-  }
-  // The stream's work has finished, so the records its kernels wrote are final.
-  struct Record {
-    int32_t flag, unused;
-    int64_t index, size, spare;
-  };
-  static_assert(sizeof(Record) == kErrorRecordBytes, "record layout");
-  std::array<Record, kMaxSites> host;
-  const Resolved r = resolve(table);
-  const cl_command_queue q = queue(device, stream < 0 ? 0 : stream);
-  TOCL_CHECK(clEnqueueReadBuffer(q, r.buffer, CL_TRUE, r.offset, sizeof(host), host.data(), 0, nullptr, nullptr));
-  int first = -1;
-  std::vector<Site> named;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    for (auto& [s, m] : devices[device].armed)
-      if (stream < 0 || s == stream) m &= ~mask;
+    for (auto& [s, records] : d->second.armed) {
+      if (stream >= 0 && s != stream) continue;
+      for (int id = 0; id < kMaxSites; ++id)
+        if (records.sites >> id & 1) armed.push_back({{d->second.table, id * kErrorRecordBytes}, id});
+      for (auto& [at, r] : records.others) {
+        armed.push_back({{at.first, at.second}, r.site});
+        alive.push_back(std::move(r.keep_alive));
+      }
+      records = StreamRecords{};
+    }
+    if (armed.empty()) return;
     named = sites;
   }
-  for (int id = 0; id < kMaxSites; ++id) {
-    if (!(mask >> id & 1) || !host[id].flag) continue;
-    if (first < 0) first = id;
+  // The streams' work has finished, so the records their kernels wrote are final.
+  const cl_command_queue q = queue(device, stream < 0 ? 0 : stream);
+  std::vector<Record> read(armed.size());
+  for (size_t i = 0; i < armed.size(); ++i)
+    TOCL_CHECK(clEnqueueReadBuffer(q, armed[i].first.buffer, CL_FALSE, armed[i].first.offset, sizeof(Record), &read[i],
+                                   0, nullptr, nullptr));
+  TOCL_CHECK(clFinish(q));
+  int first = -1;
+  Record seen{};
+  for (size_t i = 0; i < armed.size(); ++i) {
+    const auto& [where, site] = armed[i];
+    const Record& r = read[i];
+    if (!r.flag) continue;
+    if (first < 0) {
+      first = site;
+      seen = r;
+    }
     const Record zero{};
-    TOCL_CHECK(clEnqueueWriteBuffer(q, r.buffer, CL_TRUE, r.offset + id * kErrorRecordBytes, sizeof(zero), &zero, 0,
-                                    nullptr, nullptr));
+    TOCL_CHECK(clEnqueueWriteBuffer(q, where.buffer, CL_TRUE, where.offset, sizeof(zero), &zero, 0, nullptr, nullptr));
   }
   if (first < 0) return;
-  const RecordedError e{device, named[first].name, named[first].describe(host[first].index, host[first].size)};
+  const RecordedError e{device, named[first].name, named[first].describe(seen.index, seen.size)};
   if (reporter) reporter(e);
   throw Error(e.message + " (recorded on the device by " + e.site + ")");
 }

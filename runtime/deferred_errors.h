@@ -13,6 +13,7 @@
 // record_out_of_range and kernels_cl/inductor.cl's tocl_index_error write this layout.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "runtime/opencl.h"
@@ -24,16 +25,26 @@ constexpr size_t kErrorRecordBytes = 32;
 // Turns what the failing kernel recorded into the error's message ("Target 12 is out of bounds.").
 using DescribeError = std::function<std::string(int64_t index, int64_t size)>;
 
-// A call site: its id and the address of its record on `device` (a block of the device's allocator, in a
-// table created on first use). The same name always gets the same site.
-struct ErrorSite {
-  int id = -1;
-  void* record = nullptr;
-};
-ErrorSite error_site(int device, const std::string& name, const DescribeError& describe);
+// A call site, named once per process ("nll_loss"): its id. The same name always gets the same id.
+int error_site(const std::string& name, const DescribeError& describe);
 
-// Kernels just enqueued on (device, stream) may write `site`'s record: checked at that stream's next wait.
+// Where a record lives on the device.
+struct RecordLocation {
+  cl_mem buffer = nullptr;
+  size_t offset = 0;  // bytes
+};
+
+// A site's record in the device's table: created on first use outside the caching allocator, so that
+// memory statistics do not move, and kept for the process.
+RecordLocation site_record(int device, int site_id);
+
+// Kernels just enqueued on (device, stream) may write the site's table record: checked at that stream's
+// next wait.
 void arm_error_site(int device, int stream, int site_id);
+
+// The same for a record outside the table (a compiled graph's own buffer); `keep_alive` holds its memory
+// until the check.
+void arm_error_record(int device, int stream, int site_id, RecordLocation record, std::shared_ptr<void> keep_alive);
 
 // What a wait found, handed to the reporter (which throws).
 struct RecordedError {

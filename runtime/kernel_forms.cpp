@@ -58,6 +58,9 @@ KernelForms choose(const DeviceInfo& d) {
   f.attention_rows = 1;
   while (f.attention_rows * 2 <= std::min<size_t>(f.gpu() ? 64 : 4, max_group)) f.attention_rows *= 2;
   f.attention_tile_bytes = std::max<size_t>(4096, (d.local_mem_size ? d.local_mem_size : 32768) / 2);
+
+  const char* sync_checks = std::getenv("TORCH_OPENCL_SYNC_INDEX_CHECKS");
+  f.deferred_index_checks = f.gpu() && !(sync_checks && std::string(sync_checks) == "1");
   return f;
 }
 

@@ -96,6 +96,12 @@ struct KernelForms {
   size_t attention_rows = 64;
   size_t attention_tile_bytes = 16384;
 
+  // ---- Index checks of nll_loss targets, embedding indices and compiled graphs' indirect loads ----
+  // Deferred (runtime/deferred_errors.h): the bad index is recorded on the device and raised at the next
+  // wait, so the op does not stall the queue; GPU class. Otherwise the op waits for its check and raises
+  // at the call, as CPU PyTorch. TORCH_OPENCL_SYNC_INDEX_CHECKS=1 makes every device check at the call.
+  bool deferred_index_checks = false;
+
   bool gpu() const { return kernel_class == KernelClass::gpu; }
 };
 

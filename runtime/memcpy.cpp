@@ -1,6 +1,7 @@
 #include "runtime/memcpy.h"
 
 #include "runtime/allocator.h"
+#include "runtime/deferred_errors.h"
 #include "runtime/error.h"
 #include "runtime/stream.h"
 #include "runtime/trace.h"
@@ -33,6 +34,8 @@ void copy_device_to_host(int device, int stream, void* dst, const void* src, siz
   TOCL_CHECK(clEnqueueReadBuffer(queue(device, stream), s.buffer, blocking ? CL_TRUE : CL_FALSE, s.offset, bytes, dst,
                                  0, nullptr, traced.event()));
   if (!blocking) TOCL_CHECK(clFlush(queue(device, stream)));
+  // The host is about to look at device data: errors the stream's kernels recorded come first.
+  if (blocking) raise_recorded_errors(device, stream);
 }
 
 void copy_device_to_device(int device, int stream, void* dst, const void* src, size_t bytes) {

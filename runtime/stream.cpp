@@ -8,6 +8,7 @@
 #include <mutex>
 #include <vector>
 
+#include "runtime/deferred_errors.h"
 #include "runtime/error.h"
 #include "runtime/event.h"
 #include "runtime/fork.h"
@@ -105,7 +106,10 @@ void set_current_device(int device) {
   tls_current_device = device;
 }
 
-void synchronize_stream(int device, int stream_id) { TOCL_CHECK(clFinish(queue(device, stream_id))); }
+void synchronize_stream(int device, int stream_id) {
+  TOCL_CHECK(clFinish(queue(device, stream_id)));
+  raise_recorded_errors(device, stream_id);
+}
 
 void synchronize_device(int device) {
   auto& d = device_queues(device);
@@ -116,6 +120,7 @@ void synchronize_device(int device) {
       if (cl_command_queue created_queue = q.load()) created.push_back(created_queue);
   }
   for (auto q : created) TOCL_CHECK(clFinish(q));
+  raise_recorded_errors(device, -1);
 }
 
 bool stream_query(int device, int stream_id) {

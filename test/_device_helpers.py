@@ -61,3 +61,21 @@ def launched_kernels():
     finally:
         _C._record_kernel_names(False)
         names.extend(_C._recorded_kernel_names())
+
+
+def index_checks_deferred(device=0):
+    """Whether the device records a bad index for the next wait instead of raising at the call
+    (runtime/deferred_errors.h; the GPU kernel class)."""
+    from torch_opencl import _C
+    return _C._device_properties(device)["deferred_index_checks"]
+
+
+@contextlib.contextmanager
+def raises_index_error(match):
+    """The block's opencl ops raise IndexError(match): at the call, or, on a device that defers index
+    checks, at the synchronize that ends the block. Afterwards the device has nothing left to raise."""
+    import pytest
+    with pytest.raises(IndexError, match=match):
+        yield
+        torch.opencl.synchronize()
+    torch.opencl.synchronize()

@@ -57,6 +57,21 @@ def test_nll_loss_backward_with_a_bad_target_raises_and_recovers(reduction):
     assert_same_as_cpu(xd.grad, x.grad)
 
 
+def test_nll_loss_backward_called_directly_records_a_bad_target_on_every_device():
+    """The backward's targets were checked by the forward, so it does not wait for a check of its own: a
+    direct call's bad target is recorded and raised at the next wait, and its gradient is not written."""
+    x, go = torch.randn(3, 4), torch.tensor(1.0)
+    tw = torch.tensor(3.0)
+    with native_only():
+        with pytest.raises(IndexError, match="Target 4 is out of bounds"):
+            torch.ops.aten.nll_loss_backward(go.to(DEV), x.to(DEV), torch.tensor([0, 4, 1], device=DEV), None, 1,
+                                             -100, tw.to(DEV))
+            torch.opencl.synchronize()
+        good = torch.tensor([0, 3, 1])
+        got = torch.ops.aten.nll_loss_backward(go.to(DEV), x.to(DEV), good.to(DEV), None, 1, -100, tw.to(DEV))
+    assert_same_as_cpu(got, torch.ops.aten.nll_loss_backward(go, x, good, None, 1, -100, tw))
+
+
 def test_embedding_bad_index_raises_at_the_call_or_the_next_wait():
     w = torch.randn(10, 3)
     wd = w.to(DEV)

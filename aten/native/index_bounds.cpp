@@ -6,6 +6,7 @@
 
 #include "aten/kernel_support/kernel_program.h"
 #include "aten/kernel_support/opencl_tensor.h"
+#include "runtime/kernel_forms.h"
 #include "runtime/memcpy.h"
 #include "runtime/program_cache.h"
 
@@ -39,5 +40,71 @@ std::optional<OutOfRange> first_out_of_range(const at::Tensor& index, int64_t lo
   if (host[0] < 0) return std::nullopt;
   return OutOfRange{host[0], host[1]};
 }
+
+bool index_checks_deferred(const at::Tensor& index) {
+  return tocl::kernel_forms(device_index(index)).deferred_index_checks;
+}
+
+void record_out_of_range(const at::Tensor& index, int64_t lo, int64_t hi, std::optional<int64_t> skip,
+                         const std::string& site, const tocl::DescribeError& describe) {
+  if (index.numel() == 0) return;
+  TORCH_CHECK(at::isIntegralType(index.scalar_type(), /*includeBool=*/false), "expected an integer index tensor, got ",
+              index.scalar_type());
+  const auto idx = index.contiguous();
+  const int device = device_index(idx);
+  const int stream = current_stream_of(idx);
+  const int site_id = tocl::error_site(site, describe);
+  const tocl::RecordLocation record = tocl::site_record(device, site_id);
+  const int64_t n = idx.numel();
+  const int64_t wg = static_cast<int64_t>(row_group(device));
+  const int64_t groups = std::max<int64_t>(1, std::min<int64_t>(1024, (n + wg - 1) / wg));
+  const cl_program program = dtype_program(device, "index_bounds.cl", at::kLong, idx.scalar_type());
+  cl_kernel k = tocl::get_kernel(program, "record_out_of_range");
+  tocl::set_args(k, tocl::BufferArg{record.buffer, record.offset / sizeof(int32_t)}, buffer_arg(idx),
+                 static_cast<cl_long>(n), static_cast<cl_long>(lo), static_cast<cl_long>(hi),
+                 static_cast<cl_int>(skip.has_value()), static_cast<cl_long>(skip.value_or(0)));
+  tocl::enqueue_1d(device, stream, k, groups * wg, wg);
+  tocl::arm_error_site(device, stream, site_id);
+}
+
+namespace {
+
+int compiled_graph_site() {
+  static const int site = tocl::error_site("a torch.compile'd graph", [](int64_t index, int64_t size) {
+    if (index < 0) index -= size;  // a negative index had the size added before the check
+    return "index " + std::to_string(index) + " is out of bounds for dimension with size " + std::to_string(size);
+  });
+  return site;
+}
+
+}  // namespace
+
+void arm_compiled_graph_errors(const at::Tensor& record) {
+  TORCH_CHECK(record.device().type() == c10::DeviceType::PrivateUse1 &&
+                  record.nbytes() >= tocl::kErrorRecordBytes,
+              "arm_compiled_graph_errors: expected a graph's opencl index-error buffer, got ", record.sizes(), " on ",
+              record.device());
+  const auto r = tocl::resolve(record.const_data_ptr());
+  const int device = device_index(record);
+  tocl::arm_error_record(device, tocl::current_stream(device), compiled_graph_site(), {r.buffer, r.offset},
+                         std::make_shared<at::Tensor>(record));
+}
+
+namespace {
+
+// A recorded error reaches the user as the IndexError the op would have raised at the call.
+void report_recorded_error(const tocl::RecordedError& e) {
+  TORCH_CHECK_INDEX(false, e.message, " (recorded by ", e.site, " on opencl:", e.device,
+                    ", whose index checks do not wait for the device: the error comes at the next synchronization "
+                    "or copy to the host instead of at the call; TORCH_OPENCL_SYNC_INDEX_CHECKS=1 raises it at the "
+                    "call)");
+}
+
+const bool reporter_installed = [] {
+  tocl::set_recorded_error_reporter(&report_recorded_error);
+  return true;
+}();
+
+}  // namespace
 
 }  // namespace torch_opencl

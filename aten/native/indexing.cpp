@@ -43,11 +43,14 @@ Tensor& index_select_out(const Tensor& self, int64_t dim, const Tensor& index, T
   auto sizes = self.sizes().vec();
   if (self.dim() > 0) sizes[dim] = index.numel();
   at::native::resize_output(out, sizes);
-  if (index.numel() > 0) {
+  // CPU's error class follows its path: for 2-d and more, an empty self or dim 1 (its fast path)
+  // raise RuntimeError, every other case IndexError, which may be deferred (the kernel clamps).
+  const bool runtime_error = self.dim() > 1 && (self.numel() == 0 || dim == 1);
+  if (index.numel() > 0 && D > 0 && !runtime_error && index_checks_deferred(index)) {
+    record_out_of_range(index, 0, D, std::nullopt, "index_select (embedding)",
+                        [](int64_t, int64_t) { return std::string("index out of range in self"); });
+  } else if (index.numel() > 0) {
     const auto bad = first_out_of_range(index, 0, D);
-    // CPU's error class follows its path: for 2-d and more, an empty self or dim 1 (its fast path)
-    // raise RuntimeError, every other case IndexError.
-    const bool runtime_error = self.dim() > 1 && (self.numel() == 0 || dim == 1);
     TORCH_CHECK(!bad.has_value() || !runtime_error, "INDICES element is out of DATA bounds, id=", bad->value,
                 " axis_dim=", D);
     TORCH_CHECK_INDEX(!bad.has_value(), "index out of range in self");
@@ -83,6 +86,13 @@ Tensor embedding_dense_backward(const Tensor& grad_output, const Tensor& indices
   const auto idx = indices.contiguous();
   TORCH_CHECK(grad.numel() == idx.numel() * D, "embedding_backward: grad_output of shape ", grad_output.sizes(),
               " does not match indices of shape ", indices.sizes());
+  // Embedding's forward checked these indices, so only a direct call can bring a bad one, whose gradient
+  // would be dropped (the kernels skip rows out of range; CPU's crashes): one launch records it for the
+  // next wait, on every device, rather than a wait per step.
+  record_out_of_range(idx, 0, num_weights, std::nullopt, "embedding_dense_backward", [](int64_t v, int64_t rows) {
+    return "embedding_dense_backward: index " + std::to_string(v) + " is out of range for " + std::to_string(rows) +
+           " rows";
+  });
   if (tocl::kernel_forms(device_index(grad)).sorted_segment_sums) {
     // Sorted indices and segmented sums: parallel over runs and columns, deterministic.
     grad_weight.zero_();

@@ -43,11 +43,26 @@ at::OptionalTensorRef weight_ref(const OptTensor& weight) {
   return weight.has_value() && weight->defined() ? at::OptionalTensorRef(*weight) : at::OptionalTensorRef();
 }
 
-void check_targets(const Tensor& target, int64_t classes, int64_t ignore_index) {
+std::string target_out_of_bounds(int64_t target) { return "Target " + std::to_string(target) + " is out of bounds."; }
+
+void check_target_dtype(const Tensor& target) {
   TORCH_CHECK(target.scalar_type() == at::kLong || target.scalar_type() == at::kByte,
               "expected scalar type Long but found ", target.scalar_type());
+}
+
+// Records a target outside [0, classes) (but ignore_index) for the next wait (the kernels skip it).
+void record_bad_targets(const Tensor& target, int64_t classes, int64_t ignore_index) {
+  record_out_of_range(target, 0, classes, ignore_index, "nll_loss",
+                      [](int64_t t, int64_t) { return target_out_of_bounds(t); });
+}
+
+// Targets outside [0, classes) (but ignore_index): CPU's IndexError, at the call or, where index checks
+// are deferred, at the next wait.
+void check_targets(const Tensor& target, int64_t classes, int64_t ignore_index) {
+  check_target_dtype(target);
+  if (index_checks_deferred(target)) return record_bad_targets(target, classes, ignore_index);
   const auto bad = first_out_of_range(target, 0, classes, ignore_index);
-  TORCH_CHECK_INDEX(!bad.has_value(), "Target ", bad ? bad->value : 0, " is out of bounds.");
+  TORCH_CHECK_INDEX(!bad.has_value(), target_out_of_bounds(bad ? bad->value : 0));
 }
 
 void check_weight(const Tensor& input, const Tensor& weight) {
@@ -130,7 +145,10 @@ void nll_backward(const Tensor& grad_output, const Tensor& input, const Tensor& 
   grad_input.zero_();
   const auto g = geometry(input, spatial);
   if (g.N * g.S == 0) return;
-  check_targets(target, g.C, ignore_index);
+  // The forward checked these targets; a direct call's bad one is recorded for the next wait on every
+  // device: one launch instead of a wait per training step.
+  check_target_dtype(target);
+  record_bad_targets(target, g.C, ignore_index);
   const auto tgt = target.contiguous();
   const auto go = grad_output.contiguous();
   const auto tw = total_weight.contiguous();

@@ -19,6 +19,7 @@ struct Segments {
   cl_long t_row, t_outer, t_inner;
   cl_long s_row, s_outer, s_inner;
   cl_long skip_row, accumulate, scale_by_freq;
+  cl_long rows;
 };
 
 // Dims [from, to) of t as one run: their element count and the innermost stride; false when their
@@ -67,7 +68,8 @@ void segment_sums_into(const at::Tensor& target, int64_t dim, const at::Tensor& 
   const auto [keys, perm] = at::sort(index.reshape({-1}), /*stable=*/true, 0, /*descending=*/false);
   const int64_t nchunks = (N + kChunk - 1) / kChunk;
   const Segments g{N, C, t.inner, kChunk, target.stride(dim), t.outer_stride, t.inner_stride, source.stride(dim),
-                   s.outer_stride, s.inner_stride, skip, accumulate ? 1 : 0, scale_by_freq ? 1 : 0};
+                   s.outer_stride, s.inner_stride, skip, accumulate ? 1 : 0, scale_by_freq ? 1 : 0,
+                   target.size(dim)};
   const at::Tensor partial =
       nchunks > 1 ? at::empty({2 * nchunks * C}, target.options().dtype(compute_dtype(target.scalar_type()))) : target;
   const int device = device_index(target);

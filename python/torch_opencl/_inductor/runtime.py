@@ -4,7 +4,7 @@ All generated kernels of one graph go into one OpenCL program (PoCL spends about
 per program), built through torch.opencl.compile_shader's path: the program cache (memory and disk)
 and the same argument checks and launch (aten/user_kernel.cpp).
 """
-from typing import Dict, List, Tuple
+from typing import Dict, List, Set, Tuple
 
 import torch
 
@@ -28,21 +28,30 @@ class GraphProgram:
     def __init__(self) -> None:
         self._kernels: List[Tuple[str, str, int]] = []
         self._index_errors: Dict[int, torch.Tensor] = {}
+        self._deferred: Set[int] = set()
 
     def index_errors(self, device: int) -> torch.Tensor:
         """The graph's index-error buffer on `device`: an int flag, then (from int 2) the first index out of
-        range its kernels met, as they saw it, and the size of that dimension, as longs."""
+        range its kernels met, as they saw it, and the size of that dimension, as longs (the layout of
+        runtime/deferred_errors.h's records)."""
         if device not in self._index_errors:
-            self._index_errors[device] = torch.zeros(6, dtype=torch.int32, device=torch.device("opencl", device))
+            if _C._device_properties(device)["deferred_index_checks"]:
+                self._deferred.add(device)
+            self._index_errors[device] = torch.zeros(8, dtype=torch.int32, device=torch.device("opencl", device))
         return self._index_errors[device]
 
     def raise_index_errors(self) -> None:
         """Raise IndexError, as eager would have, if a kernel of this run met an index out of range (its
-        access was clamped into range, so the run's outputs are not to be used); one small read back."""
-        for errors in self._index_errors.values():
+        access was clamped into range, so the run's outputs are not to be used); one small read back. A
+        device that defers index checks is not waited for: the run arms its record, and the IndexError
+        comes at the next synchronization or copy to the host."""
+        for device, errors in self._index_errors.items():
+            if device in self._deferred:
+                _C._arm_compiled_graph_errors(errors)
+                continue
             if not errors[0].item():
                 continue
-            index, size = errors[2:].view(torch.int64).tolist()
+            index, size = errors[2:6].view(torch.int64).tolist()
             errors.zero_()
             if index < 0:  # a negative index had the size added before the check
                 index -= size

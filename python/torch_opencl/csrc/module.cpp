@@ -60,6 +60,7 @@ py::dict device_properties(int index) {
   const auto& forms = tocl::kernel_forms(index);
   p["kernel_class"] = tocl::kernel_class_name(forms.kernel_class);
   p["kernel_class_reason"] = forms.reason;
+  p["deferred_index_checks"] = forms.deferred_index_checks;
   p["row_group"] = forms.row_group;
   p["extensions"] = d.extensions;
   p["platform_index"] = d.platform_index;
@@ -146,6 +147,15 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_opencl native bindings";
   // Runtime errors reach Python as RuntimeError, and out-of-memory as torch.OutOfMemoryError.
   py::register_exception<tocl::Error>(m, "OpenCLError", PyExc_RuntimeError);
+  // An index error a kernel recorded, raised at a wait called from here (_synchronize): IndexError, as
+  // torch's own bindings raise c10::IndexError.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const c10::IndexError& e) {
+      PyErr_SetString(PyExc_IndexError, e.what_without_backtrace());
+    }
+  });
 
   m.def("_device_count", &tocl::device_count);
   m.def("_selection_reason", [] { return tocl::selection().reason; });

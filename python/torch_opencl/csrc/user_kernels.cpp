@@ -3,6 +3,7 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/extension.h>
 
+#include "aten/native/index_bounds.h"
 #include "aten/user_kernel.h"
 
 namespace py = pybind11;
@@ -94,6 +95,8 @@ void bind_user_kernels(py::module& m) {
           },
           py::arg("index"), py::arg("args"), py::arg("threads"), py::arg("group_size") = py::none(),
           py::arg("require_contiguous") = true);
+  // A compiled graph's index-error buffer, armed for the next wait (aten/native/index_bounds.h).
+  m.def("_arm_compiled_graph_errors", &arm_compiled_graph_errors);
 }
 
 }  // namespace torch_opencl
