@@ -136,3 +136,18 @@ def test_an_error_recorded_on_one_stream_is_raised_by_that_stream():
     with pytest.raises(IndexError, match="index 5 is out of range for 5 rows"):
         torch.opencl.synchronize()
     torch.opencl.synchronize()
+
+
+def test_an_error_no_wait_raised_is_printed_at_exit():
+    """A script that ends without a synchronize still hears of its bad index (on stderr, at exit)."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import torch, torch_opencl\n"
+              "w = torch.randn(4, 2, device='opencl')\n"
+              "torch.nn.functional.embedding(torch.tensor([1, 4], device='opencl'), w)\n")
+    env = dict(os.environ, TORCH_OPENCL_KERNEL_CLASS="gpu")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "at exit, an error no wait had raised: IndexError: index out of range in self" in done.stderr, done.stderr

@@ -42,3 +42,24 @@ from .device_module import *  # noqa: E402,F401,F403
 
 __version__ = "0.1.0"
 
+
+
+def _report_unraised_index_errors() -> None:
+    """At exit: an index error a kernel recorded (GPU-class devices do not wait for their index checks,
+    runtime/deferred_errors.h) that no synchronize or copy to the host raised is printed, not lost."""
+    import sys
+
+    if not _C._is_initialized() or _C._is_in_bad_fork():
+        return
+    for device in range(_C._device_count()):
+        try:
+            _C._synchronize(device)
+        except IndexError as e:
+            print(f"torch_opencl: at exit, an error no wait had raised: IndexError: {e}", file=sys.stderr)
+        except Exception:  # the device's other failures are not this hook's to report
+            pass
+
+
+import atexit  # noqa: E402
+
+atexit.register(_report_unraised_index_errors)
