@@ -49,9 +49,13 @@ def _report_unraised_index_errors() -> None:
     runtime/deferred_errors.h) that no synchronize or copy to the host raised is printed, not lost."""
     import sys
 
-    if not _C._is_initialized() or _C._is_in_bad_fork():
+    try:
+        if not _C._is_initialized() or _C._is_in_bad_fork():
+            return
+        devices = _C._device_count()
+    except Exception:  # a failed device selection was reported where it happened
         return
-    for device in range(_C._device_count()):
+    for device in range(devices):
         try:
             _C._synchronize(device)
         except IndexError as e:
