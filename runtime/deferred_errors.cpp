@@ -90,7 +90,6 @@ void raise_recorded_errors(int device, int stream) {
   // Take what the waited streams armed: (record, site), the table's first.
   std::vector<std::pair<RecordLocation, int>> armed;
   std::vector<std::shared_ptr<void>> alive;  // released after the read
-  std::vector<Site> named;
   {
     std::lock_guard<std::mutex> lock(mutex);
     const auto d = devices.find(device);
@@ -106,7 +105,6 @@ void raise_recorded_errors(int device, int stream) {
       records = StreamRecords{};
     }
     if (armed.empty()) return;
-    named = sites;
   }
   // The streams' work has finished, so the records their kernels wrote are final.
   const cl_command_queue q = queue(device, stream < 0 ? 0 : stream);
@@ -129,7 +127,12 @@ void raise_recorded_errors(int device, int stream) {
     TOCL_CHECK(clEnqueueWriteBuffer(q, where.buffer, CL_TRUE, where.offset, sizeof(zero), &zero, 0, nullptr, nullptr));
   }
   if (first < 0) return;
-  const RecordedError e{device, named[first].name, named[first].describe(seen.index, seen.size)};
+  Site failed;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    failed = sites[first];
+  }
+  const RecordedError e{device, failed.name, failed.describe(seen.index, seen.size)};
   if (reporter) reporter(e);
   throw Error(e.message + " (recorded on the device by " + e.site + ")");
 }

@@ -12,21 +12,36 @@
 
 namespace torch_opencl {
 
+namespace {
+
+// An index tensor under check: contiguous, with its device, stream and index_bounds.cl's program for its dtype.
+struct IndexUnderCheck {
+  at::Tensor idx;
+  int device, stream;
+  cl_program program;
+};
+
+IndexUnderCheck under_check(const at::Tensor& index) {
+  TORCH_CHECK(at::isIntegralType(index.scalar_type(), /*includeBool=*/false), "expected an integer index tensor, got ",
+              index.scalar_type());
+  auto idx = index.contiguous();
+  const int device = device_index(idx);
+  const cl_program program = dtype_program(device, "index_bounds.cl", at::kLong, idx.scalar_type());
+  return {std::move(idx), device, current_stream_of(index), program};
+}
+
+}  // namespace
+
 std::optional<OutOfRange> first_out_of_range(const at::Tensor& index, int64_t lo, int64_t hi,
                                              std::optional<int64_t> skip) {
   if (index.numel() == 0) return std::nullopt;
-  TORCH_CHECK(at::isIntegralType(index.scalar_type(), /*includeBool=*/false), "expected an integer index tensor, got ",
-              index.scalar_type());
-  const auto idx = index.contiguous();
-  const int device = device_index(idx);
-  const int stream = current_stream_of(idx);
+  const auto [idx, device, stream, program] = under_check(index);
   // Spans of at least 64 indices per work-item, at most 1024 groups.
   const int64_t n = idx.numel();
   const int64_t groups = std::min<int64_t>(1024, (n + row_group(device) * 64 - 1) / (row_group(device) * 64));
   const int64_t span = (n + groups - 1) / groups;
   auto result = at::empty({2 + groups}, idx.options().dtype(at::kLong));
   const auto partial = result.narrow(0, 2, groups);
-  const cl_program program = dtype_program(device, "index_bounds.cl", at::kLong, idx.scalar_type());
   cl_kernel spans = tocl::get_kernel(program, "first_out_of_range_spans");
   tocl::set_args(spans, buffer_arg(partial), buffer_arg(idx), static_cast<cl_long>(n), static_cast<cl_long>(span),
                  static_cast<cl_long>(lo), static_cast<cl_long>(hi), static_cast<cl_int>(skip.has_value()),
@@ -45,26 +60,19 @@ bool index_checks_deferred(const at::Tensor& index) {
   return tocl::kernel_forms(device_index(index)).deferred_index_checks;
 }
 
-void record_out_of_range(const at::Tensor& index, int64_t lo, int64_t hi, std::optional<int64_t> skip,
-                         const std::string& site, const tocl::DescribeError& describe) {
+void record_out_of_range(const at::Tensor& index, int64_t lo, int64_t hi, std::optional<int64_t> skip, int site) {
   if (index.numel() == 0) return;
-  TORCH_CHECK(at::isIntegralType(index.scalar_type(), /*includeBool=*/false), "expected an integer index tensor, got ",
-              index.scalar_type());
-  const auto idx = index.contiguous();
-  const int device = device_index(idx);
-  const int stream = current_stream_of(idx);
-  const int site_id = tocl::error_site(site, describe);
-  const tocl::RecordLocation record = tocl::site_record(device, site_id);
+  const auto [idx, device, stream, program] = under_check(index);
+  const tocl::RecordLocation record = tocl::site_record(device, site);
   const int64_t n = idx.numel();
   const int64_t wg = static_cast<int64_t>(row_group(device));
   const int64_t groups = std::max<int64_t>(1, std::min<int64_t>(1024, (n + wg - 1) / wg));
-  const cl_program program = dtype_program(device, "index_bounds.cl", at::kLong, idx.scalar_type());
   cl_kernel k = tocl::get_kernel(program, "record_out_of_range");
   tocl::set_args(k, tocl::BufferArg{record.buffer, record.offset / sizeof(int32_t)}, buffer_arg(idx),
                  static_cast<cl_long>(n), static_cast<cl_long>(lo), static_cast<cl_long>(hi),
                  static_cast<cl_int>(skip.has_value()), static_cast<cl_long>(skip.value_or(0)));
   tocl::enqueue_1d(device, stream, k, groups * wg, wg);
-  tocl::arm_error_site(device, stream, site_id);
+  tocl::arm_error_site(device, stream, site);
 }
 
 namespace {

@@ -25,10 +25,10 @@ std::optional<OutOfRange> first_out_of_range(const at::Tensor& index, int64_t lo
 bool index_checks_deferred(const at::Tensor& index);
 
 // The deferred check: one kernel records an element of `index` outside [lo, hi) (but `skip`) in the error
-// record of `site`, and nothing waits; IndexError(describe(index, hi)) is raised at the next wait on the
-// stream (runtime/deferred_errors.h). The caller's kernels must leave a bad index alone (skip or clamp it).
-void record_out_of_range(const at::Tensor& index, int64_t lo, int64_t hi, std::optional<int64_t> skip,
-                         const std::string& site, const tocl::DescribeError& describe);
+// record of `site` (tocl::error_site, named once per call site), and nothing waits; the site's IndexError is
+// raised at the next wait on the stream (runtime/deferred_errors.h). The caller's kernels must leave a bad
+// index alone (skip or clamp it).
+void record_out_of_range(const at::Tensor& index, int64_t lo, int64_t hi, std::optional<int64_t> skip, int site);
 
 // A torch.compile'd graph's index-error buffer (kernels_cl/inductor.cl's tocl_index_error), armed after a
 // run on a device that defers index checks instead of read back: checked at the stream's next wait.

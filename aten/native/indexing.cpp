@@ -47,8 +47,9 @@ Tensor& index_select_out(const Tensor& self, int64_t dim, const Tensor& index, T
   // raise RuntimeError, every other case IndexError, which may be deferred (the kernel clamps).
   const bool runtime_error = self.dim() > 1 && (self.numel() == 0 || dim == 1);
   if (index.numel() > 0 && D > 0 && !runtime_error && index_checks_deferred(index)) {
-    record_out_of_range(index, 0, D, std::nullopt, "index_select (embedding)",
-                        [](int64_t, int64_t) { return std::string("index out of range in self"); });
+    static const int site = tocl::error_site("index_select (embedding)",
+                                             [](int64_t, int64_t) { return std::string("index out of range in self"); });
+    record_out_of_range(index, 0, D, std::nullopt, site);
   } else if (index.numel() > 0) {
     const auto bad = first_out_of_range(index, 0, D);
     TORCH_CHECK(!bad.has_value() || !runtime_error, "INDICES element is out of DATA bounds, id=", bad->value,
@@ -89,10 +90,11 @@ Tensor embedding_dense_backward(const Tensor& grad_output, const Tensor& indices
   // Embedding's forward checked these indices, so only a direct call can bring a bad one, whose gradient
   // would be dropped (the kernels skip rows out of range; CPU's crashes): one launch records it for the
   // next wait, on every device, rather than a wait per step.
-  record_out_of_range(idx, 0, num_weights, std::nullopt, "embedding_dense_backward", [](int64_t v, int64_t rows) {
+  static const int site = tocl::error_site("embedding_dense_backward", [](int64_t v, int64_t rows) {
     return "embedding_dense_backward: index " + std::to_string(v) + " is out of range for " + std::to_string(rows) +
            " rows";
   });
+  record_out_of_range(idx, 0, num_weights, std::nullopt, site);
   if (tocl::kernel_forms(device_index(grad)).sorted_segment_sums) {
     // Sorted indices and segmented sums: parallel over runs and columns, deterministic.
     grad_weight.zero_();

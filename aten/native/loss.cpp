@@ -52,8 +52,8 @@ void check_target_dtype(const Tensor& target) {
 
 // Records a target outside [0, classes) (but ignore_index) for the next wait (the kernels skip it).
 void record_bad_targets(const Tensor& target, int64_t classes, int64_t ignore_index) {
-  record_out_of_range(target, 0, classes, ignore_index, "nll_loss",
-                      [](int64_t t, int64_t) { return target_out_of_bounds(t); });
+  static const int site = tocl::error_site("nll_loss", [](int64_t t, int64_t) { return target_out_of_bounds(t); });
+  record_out_of_range(target, 0, classes, ignore_index, site);
 }
 
 // Targets outside [0, classes) (but ignore_index): CPU's IndexError, at the call or, where index checks
