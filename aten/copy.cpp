@@ -1,6 +1,7 @@
 // Tensor copies in every direction: host <-> device, device <-> device (same
 // or another device), any dtype pair and any strides.
 #include <ATen/ATen.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/resize_native.h>
 #include <c10/core/DeviceGuard.h>
@@ -85,7 +86,13 @@ void device_to_host(const at::Tensor& dst, const at::Tensor& src, bool non_block
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   // `self` is the source, as in ATen's schema _copy_from(Tensor self, Tensor dst).
   TORCH_CHECK(self.defined() && dst.defined(), "copy_: both tensors must be defined");
-  if (dst.numel() == 0) return dst;
+  if (dst.numel() == 0) {
+    // Nothing to write, but CPU's TensorIterator still broadcasts: a source that does not fit is an error.
+    const auto shape = at::infer_size(dst.sizes(), self.sizes());
+    TORCH_CHECK(dst.sizes().equals(shape), "output with shape ", dst.sizes(), " doesn't match the broadcast shape ",
+                c10::IntArrayRef(shape));
+    return dst;
+  }
   // As CPU's copy_ (through TensorIterator): no written element may alias another, and on one
   // device source and destination either coincide exactly or not at all.
   at::assert_no_internal_overlap(dst);

@@ -225,6 +225,9 @@ def _check(case) -> str:
     try:
         torch.manual_seed(0)
         dev_out, dev_in = _run(case, DEV)
+        # Where index checks do not wait for the device (the GPU class), a bad index raises at the
+        # next synchronization: that is this call's error.
+        torch.opencl.synchronize()
         dev_error = None
     except Exception as e:  # noqa: BLE001
         dev_error = e

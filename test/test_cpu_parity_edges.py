@@ -311,3 +311,33 @@ def test_is_available_says_false_and_warns_once_when_no_driver_exists():
     assert lines[0] == "False False" and lines[1] == "1", (proc.stdout, proc.stderr)
     assert "no OpenCL ICD is installed" in lines[2], lines[2]
     assert lines[3] == "device_count raises"
+
+
+@pytest.mark.parametrize("exponent_is_scalar_base", [False, True])
+def test_pow_of_bools_is_not_implemented_as_on_cpu(exponent_is_scalar_base):
+    t = torch.tensor([True, False])
+    if exponent_is_scalar_base:
+        same_error(lambda e: torch.pow(True, e), t)
+    else:
+        same_error(lambda a, b: torch.pow(a, b), t, t)
+        same_error(lambda a, b: a.pow_(b), t.clone(), t)
+    # A bool to a scalar power is defined (the exponent can only be 0 or 1), and so is a bool to an int.
+    for e in (True, False, 2):
+        assert torch.equal(torch.pow(t.to(DEV), e).cpu(), torch.pow(t, e))
+
+
+@pytest.mark.parametrize("dst, src", [((1, 0), (0, 0)), ((0,), (2,)), ((2, 0), (3, 0))])
+def test_copy_into_an_empty_tensor_still_broadcasts(dst, src):
+    for dst_device, src_device in ((DEV, DEV), (DEV, "cpu"), ("cpu", DEV)):
+        with pytest.raises(RuntimeError) as cpu:
+            torch.empty(dst).copy_(torch.empty(src))
+        with pytest.raises(RuntimeError) as dev:
+            torch.empty(dst, device=dst_device).copy_(torch.empty(src, device=src_device))
+        assert first_line(dev.value) == first_line(cpu.value)
+    torch.empty((0, 3), device=DEV).copy_(torch.empty((1, 3), device=DEV))  # one that broadcasts
+
+
+def test_addmm_with_an_empty_product_checks_that_self_broadcasts():
+    same_error(lambda s, a, b: torch.addmm(s, a, b), torch.randn(2, 0), torch.randn(1, 0), torch.randn(0, 0))
+    got = torch.addmm(torch.randn(1, 0, device=DEV), torch.randn(3, 0, device=DEV), torch.randn(0, 0, device=DEV))
+    assert got.shape == (3, 0)

@@ -163,7 +163,9 @@ at::Tensor& logical_not_out(const at::Tensor& self, at::Tensor& out) {
 // ---- pow with a scalar base, remainder with a scalar dividend
 
 at::Tensor& pow_scalar_base_out(const c10::Scalar& base, const at::Tensor& exponent, at::Tensor& out) {
-  const at::Tensor exp = exponent.to(at::result_type(base, exponent));
+  const auto type = at::result_type(base, exponent);
+  TORCH_CHECK_NOT_IMPLEMENTED(type != at::kBool, "\"pow\" not implemented for 'Bool'");
+  const at::Tensor exp = exponent.to(type);
   auto iter = at::TensorIterator::unary_op(out, exp);
   run_pointwise(iter, {"pow_scalar_base", "pow_of(s0, a)", "pow_of(s0, a)"}, {base});
   return out;

@@ -39,6 +39,13 @@ void run_div_mode(at::TensorIteratorBase& op, std::optional<c10::string_view> mo
   }
 }
 
+// pow of two tensors (or a scalar base) has no bool form on CPU (NotImplementedError); a bool tensor to a
+// scalar power is defined there, since the exponent can only be 0 or 1 (run_pow_scalar).
+void run_pow(at::TensorIteratorBase& op) {
+  TORCH_CHECK_NOT_IMPLEMENTED(op.common_dtype() != at::kBool, "\"pow\" not implemented for 'Bool'");
+  run_pointwise(op, {"pow", "pow_of(a, b)", "pow_of(a, b)"});
+}
+
 void run_pow_scalar(at::TensorIteratorBase& op, const c10::Scalar& exponent) {
   // Exact forms for the common exponents, as CPU uses.
   if (!exponent.isComplex()) {
