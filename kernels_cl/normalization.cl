@@ -29,9 +29,13 @@ __kernel void norm_rows_forward(__global T_T* out, ulong out_offset, __global T_
   const long row = get_group_id(0);
   const int l = get_local_id(0);
   const long base = row * n;
+  // Sums of x - x[0]: a constant row's mean is exactly its value and its variance exactly 0, as CPU's
+  // Welford update gives (so eps = 0 gives CPU's NaN), and a large offset cancels before the sum.
+  const ACC x0 = n > 0 ? (ACC)LOAD_T(in, in_offset + base) : (ACC)0;
   ACC s = 0;
-  for (long j = l; j < n; j += WG) s += LOAD_T(in, in_offset + base + j);
-  const ACC mean = group_sum(scratch, s) / (ACC)n;
+  for (long j = l; j < n; j += WG) s += LOAD_T(in, in_offset + base + j) - x0;
+  const ACC total = group_sum(scratch, s);
+  const ACC mean = n > 0 ? x0 + total / (ACC)n : (ACC)0;
   ACC q = 0;
   for (long j = l; j < n; j += WG) {
     const ACC d = LOAD_T(in, in_offset + base + j) - mean;
@@ -123,9 +127,11 @@ __kernel void bn_stats(__global T_T* save_mean, ulong sm_offset, __global T_T* s
   const long c = get_group_id(0);
   const int l = get_local_id(0);
   const long count = N * S;
+  // Sums of x - x[0], as norm_rows_forward's: a constant channel's variance is exactly 0.
+  const ACC x0 = count > 0 ? (ACC)LOAD_T(in, in_offset + bn_index(0, c, C, S)) : (ACC)0;
   ACC s = 0;
-  for (long k = l; k < count; k += WG) s += LOAD_T(in, in_offset + bn_index(k, c, C, S));
-  const ACC mean = group_sum(scratch, s) / (ACC)count;
+  for (long k = l; k < count; k += WG) s += LOAD_T(in, in_offset + bn_index(k, c, C, S)) - x0;
+  const ACC mean = x0 + group_sum(scratch, s) / (ACC)count;
   ACC q = 0;
   for (long k = l; k < count; k += WG) {
     const ACC d = LOAD_T(in, in_offset + bn_index(k, c, C, S)) - mean;
@@ -233,9 +239,11 @@ __kernel void layer_norm_rows_forward(__global T_T* out, ulong out_offset, __glo
   __global const T_T* x = in + in_offset + row * n;
   __global const T_T* w = weight + w_offset;
   __global const T_T* b = bias + b_offset;
+  // Sums of x - x[0], as norm_rows_forward's.
+  const ACC x0 = n > 0 ? (ACC)LOAD_T(x, 0) : (ACC)0;
   ACC16 s = 0;
-  for (long j = 0; j < n; j += 16) s += BLOCK(x, j, n);
-  const ACC mean = sum16(s) / (ACC)n;
+  for (long j = 0; j < n; j += 16) s += lane_mask_keep(BLOCK(x, j, n) - x0, (ACC16)0, n - j);
+  const ACC mean = n > 0 ? x0 + sum16(s) / (ACC)n : (ACC)0;
   ACC16 q = 0;
   for (long j = 0; j < n; j += 16) {
     const ACC16 d = lane_mask_keep(BLOCK(x, j, n) - mean, (ACC16)0, n - j);

@@ -22,16 +22,20 @@ __kernel void layer_norm_lines_forward(__global T_T* out, ulong out_offset, __gl
   __local ACC scratch[WG];
   const Line L = line_of(n, 1, rows, seg);
   __global const T_T* x = in + in_offset + L.base;
+  // Sums of x - x[0]: a constant row's mean is exactly its value and its variance exactly 0, as CPU's
+  // Welford update gives (so eps = 0 gives CPU's NaN), and a large offset cancels before the sum.
+  const ACC x0 = n > 0 ? (ACC)LOAD_T(x, 0) : (ACC)0;
   ACC v[LINE_REGS];
   ACC s = 0;
 #pragma unroll
   for (int i = 0; i < LINE_REGS; ++i) {
     const long k = L.pos + (long)i * seg;
     v[i] = k < n ? (ACC)LOAD_T(x, k) : (ACC)0;
-    s += v[i];
+    if (k < n) s += v[i] - x0;
   }
-  for (long k = L.pos + (long)LINE_REGS * seg; k < n; k += seg) s += LOAD_T(x, k);
-  const ACC mean = seg_sum(scratch, s, L.pos, seg, L.step) / (ACC)n;
+  for (long k = L.pos + (long)LINE_REGS * seg; k < n; k += seg) s += (ACC)LOAD_T(x, k) - x0;
+  const ACC total = seg_sum(scratch, s, L.pos, seg, L.step);
+  const ACC mean = n > 0 ? x0 + total / (ACC)n : (ACC)0;  // CPU's mean of an empty row is 0
   ACC q = 0;
 #pragma unroll
   for (int i = 0; i < LINE_REGS; ++i) {

@@ -64,6 +64,24 @@ def test_layer_norm_bad_shape_raises_like_cpu():
         F.layer_norm(torch.zeros(3, 4, device=DEV), (5,))
 
 
+# A constant row has variance exactly 0 on CPU (Welford's update), so eps = 0 gives NaN there; a mean
+# summed as x / n is off by an ulp and gave a huge rstd instead. Rows of 3 and of 64 take different kernels.
+@pytest.mark.parametrize("rows", [3, 64])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_norm_of_constant_rows_with_eps_zero_is_nan_as_on_cpu(rows, dtype):
+    x = (torch.randn(rows, dtype=dtype) * 100)[:, None].expand(rows, 37).contiguous()
+    with native_only():
+        for fn in (lambda t: F.layer_norm(t, (37,), eps=0.0), lambda t: F.group_norm(t.view(rows, 1, 37), 1, eps=0.0),
+                   lambda t: torch.ops.aten.native_layer_norm(t, (37,), None, None, 0.0)[1]):
+            expected, got = fn(x), fn(x.to(DEV)).cpu()
+            torch.testing.assert_close(got, expected, equal_nan=True)
+    # Empty rows: CPU's mean is 0 and its rstd NaN.
+    empty = torch.randn(5, 0, dtype=dtype)
+    for expected, got in zip(torch.ops.aten.native_layer_norm(empty, (0,), None, None, 1e-5),
+                             torch.ops.aten.native_layer_norm(empty.to(DEV), (0,), None, None, 1e-5)):
+        torch.testing.assert_close(got.cpu(), expected, equal_nan=True)
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("groups", [1, 3, 6])
 @pytest.mark.parametrize("shape", [(3, 6, 4, 5), (2, 6), (2, 6, 7)])
