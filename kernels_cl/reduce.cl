@@ -21,7 +21,7 @@
 enum {
   OP_SUM = 0, OP_PROD = 1, OP_MAX = 2, OP_MIN = 3, OP_MEAN = 4, OP_ANY = 5, OP_ALL = 6,
   OP_NORM_P = 7, OP_NORM_0 = 8, OP_NORM_1 = 9, OP_NORM_2 = 10, OP_NORM_INF = 11, OP_NORM_NEGINF = 12,
-  OP_VAR = 13, OP_STD = 14, OP_LOGSUMEXP = 15, OP_NANSUM = 16
+  OP_VAR = 13, OP_STD = 14, OP_LOGSUMEXP = 15, OP_NANSUM = 16, OP_CENTERED_MEAN = 17
 };
 
 typedef struct {
@@ -88,7 +88,7 @@ inline ACC_T identity_of(int op) {
 #define MAX_NAN(a, b) ((ACC_ISNAN(a) | ((a) > (b))) ? (a) : (b))
 #define MIN_NAN(a, b) ((ACC_ISNAN(a) | ((a) < (b))) ? (a) : (b))
 
-// x as it enters the accumulation; `center` is the mean for OP_VAR/OP_STD.
+// x as it enters the accumulation; `center` is the mean for OP_VAR/OP_STD, the shift for OP_CENTERED_MEAN.
 inline ACC_T map_in(int op, ACC_T x, ACC_T p, ACC_T center) {
   switch (op) {
     case OP_ANY: case OP_ALL: case OP_NORM_0: return (ACC_T)(x != (ACC_T)0);
@@ -97,6 +97,7 @@ inline ACC_T map_in(int op, ACC_T x, ACC_T p, ACC_T center) {
     case OP_NORM_2: return x * x;
     case OP_NORM_P: return pow(fabs(x), p);
     case OP_VAR: case OP_STD: { const ACC_T d = x - center; return d * d; }
+    case OP_CENTERED_MEAN: return x - center;
     case OP_LOGSUMEXP: return exp(x - center);
     case OP_NANSUM: return isnan(x) ? (ACC_T)0 : x;
 #endif
@@ -121,6 +122,7 @@ inline ACC_T finish(int op, ACC_T a, ACC_T divisor, ACC_T q, ACC_T center) {
 #if ACC_IS_FLOAT
     case OP_LOGSUMEXP: return log(a) + center;
     case OP_MEAN: case OP_VAR: return a / divisor;
+    case OP_CENTERED_MEAN: return center + a / divisor;
     case OP_STD: return sqrt(a / divisor);
     case OP_NORM_2: return sqrt(a);
     case OP_NORM_P: return pow(a, q);
@@ -145,7 +147,7 @@ inline ACC_T tree_reduce(int op, __local ACC_T* scratch, ACC_T v) {
 
 // The per-output value var/std subtract (the mean) and logsumexp shifts by (the max, 0 if infinite).
 inline ACC_T center_of(int op, __global const ACC_T* center, ulong i) {
-  if (op == OP_VAR || op == OP_STD) return center[i];
+  if (op == OP_VAR || op == OP_STD || op == OP_CENTERED_MEAN) return center[i];
 #if ACC_IS_FLOAT
   if (op == OP_LOGSUMEXP) return isinf(center[i]) ? (ACC_T)0 : center[i];
 #endif

@@ -339,5 +339,14 @@ def test_copy_into_an_empty_tensor_still_broadcasts(dst, src):
 
 def test_addmm_with_an_empty_product_checks_that_self_broadcasts():
     same_error(lambda s, a, b: torch.addmm(s, a, b), torch.randn(2, 0), torch.randn(1, 0), torch.randn(0, 0))
+    # k = 0 and beta = 0: the GEMM never reads self, CPU still expands it.
+    same_error(lambda s, a, b: torch.addmm(s, a, b, beta=0), torch.randn(2, 1), torch.randn(1, 0), torch.randn(0, 1))
     got = torch.addmm(torch.randn(1, 0, device=DEV), torch.randn(3, 0, device=DEV), torch.randn(0, 0, device=DEV))
     assert got.shape == (3, 0)
+
+
+@pytest.mark.parametrize("value", [-1.5, 300])
+def test_masked_fill_of_an_empty_tensor_checks_the_value_fits(value):
+    same_error(lambda t, m: t.masked_fill_(m, value), torch.zeros(0, dtype=torch.uint8), torch.zeros(0, dtype=torch.bool))
+    empty = torch.zeros(0, dtype=torch.uint8, device=DEV).masked_fill_(torch.zeros(0, dtype=torch.bool, device=DEV), 2.5)
+    assert empty.shape == (0,)

@@ -354,3 +354,25 @@ def test_clip_grad_norm_reductions_are_native():
         torch.opencl.set_fallback_mode(old)
     torch.testing.assert_close(total.cpu(), want)
     assert not [op for op in served if "norm" in op or "sum" in op], served
+
+
+# A constant slice has variance exactly 0 on CPU (Welford's update), and std's backward masks its
+# gradient there; a mean summed as x / n was an ulp off, which gave std ~3e-8 and a gradient of ~0.1
+# where CPU's is 0. Shapes that take the row, column, outer and whole-tensor kernels. (CPU's own
+# whole-tensor var of 100000 equal floats is 8.9e-16, not 0: the device's exact 0 is asserted instead.)
+@pytest.mark.parametrize("shape, dim", [((4, 5), 1), ((7, 1000), 1), ((1000, 7), 0), ((3, 4, 5), (0, 2)),
+                                        ((100000,), 0), ((5,), None)])
+def test_var_and_std_of_constant_slices_are_exactly_zero(shape, dim):
+    x = torch.full(shape, 0.3923, dtype=F32)
+    with native_only():
+        for fn in (lambda t: t.var(dim), lambda t: t.std(dim, correction=0), lambda t: torch.var_mean(t, dim)[0]):
+            got = fn(x.to(DEV)).cpu()
+            assert torch.equal(got, torch.zeros_like(got)), got
+            torch.testing.assert_close(got, fn(x), rtol=0, atol=1e-7)
+        leaf = x.to(DEV).requires_grad_()
+        leaf.std(dim).sum().backward()
+    assert torch.equal(leaf.grad.cpu(), torch.zeros(shape))  # CPU's, wherever its std is exactly 0
+    # Data with a large offset keeps its variance (the shift is an element of each slice).
+    y = make(shape, F32) * 3 + 1000
+    with native_only():
+        torch.testing.assert_close(y.to(DEV).var(dim).cpu(), y.var(dim), rtol=1e-4, atol=1e-4)

@@ -90,8 +90,8 @@ void addmm_impl(const at::Tensor& self, const at::Tensor& m1, const at::Tensor& 
     });
   }
   // CPU expands self to the result's shape first, so a self that does not broadcast is an error even
-  // when the product is empty (and the GEMM below returns early).
-  if (result.numel() == 0) (void)self.expand(result.sizes());
+  // when the GEMM below never reads it (an empty result, or beta = 0 with an empty k).
+  (void)self.expand(result.sizes());
   const double b = beta.toDouble();
   const at::Tensor addend = addend_of(self, result, b);
   if (batched) gemm_batched(m1, m2, result, alpha.toDouble(), b, addend);
@@ -145,8 +145,8 @@ void addmv_impl(const at::Tensor& self, const at::Tensor& mat, const at::Tensor&
   if (!blas_supports(result.scalar_type()))
     return on_cpu("aten::addmv", result, [&] { return at::addmv(cpu(self), cpu(mat), cpu(vec), beta, alpha); });
   // CPU expands self to the result's shape first, so a self that does not broadcast is an error even
-  // when the product is empty (and the GEMM below returns early).
-  if (result.numel() == 0) (void)self.expand(result.sizes());
+  // when the GEMM below never reads it (an empty result, or beta = 0 with an empty k).
+  (void)self.expand(result.sizes());
   const double b = beta.toDouble();
   const at::Tensor addend = addend_of(self, result, b);
   gemv(mat, vec, result, alpha.toDouble(), b, addend);

@@ -429,11 +429,16 @@ void reduce_into(const at::Tensor& self_in, ReduceMask mask, bool keepdim, const
     launch_reduce(self, with_linear_outputs(plan), center, at::Tensor(), ReduceOp::Max, acc, 0, 1);
   }
   if (op == ReduceOp::Var || op == ReduceOp::Std) {
-    // Two passes: the mean of each output's elements, then the mean square deviation from it.
+    // The mean of each output's elements, then the mean square deviation from it. The mean is summed as
+    // max + mean(x - max): any element would do as the shift, and with one from the data a constant
+    // slice's mean is exactly its value, so its variance is exactly 0 as CPU's Welford update gives (std's
+    // backward masks its gradient on that 0).
     divisor = std::max(static_cast<double>(plan.R) - p, 0.0);
+    const Plan linear = with_linear_outputs(plan);
+    const at::Tensor shift = at::empty({plan.M}, self.options().dtype(acc));
+    launch_reduce(self, linear, shift, at::Tensor(), ReduceOp::Max, acc, 0, 1);
     center = at::empty({plan.M}, self.options().dtype(acc));
-    launch_reduce(self, with_linear_outputs(plan), center, at::Tensor(), ReduceOp::Mean, acc, 0,
-                  static_cast<double>(plan.R));
+    launch_reduce(self, linear, center, shift, ReduceOp::CenteredMean, acc, 0, static_cast<double>(plan.R));
   }
   launch_reduce(self, plan, out, center, op, acc, p, divisor);
 }

@@ -14,7 +14,8 @@ namespace torch_opencl {
 enum class ReduceOp : int {
   Sum = 0, Prod = 1, Max = 2, Min = 3, Mean = 4, Any = 5, All = 6,
   NormP = 7, Norm0 = 8, Norm1 = 9, Norm2 = 10, NormInf = 11, NormNegInf = 12,
-  Var = 13, Std = 14, LogSumExp = 15, NanSum = 16
+  Var = 13, Std = 14, LogSumExp = 15, NanSum = 16,
+  CenteredMean = 17  // center + mean(x - center), center per output: var/std's first pass (reduce.cpp)
 };
 
 using ReduceMask = std::bitset<64>;  // bit d: dim d of the input is reduced
