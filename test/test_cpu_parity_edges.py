@@ -350,3 +350,12 @@ def test_masked_fill_of_an_empty_tensor_checks_the_value_fits(value):
     same_error(lambda t, m: t.masked_fill_(m, value), torch.zeros(0, dtype=torch.uint8), torch.zeros(0, dtype=torch.bool))
     empty = torch.zeros(0, dtype=torch.uint8, device=DEV).masked_fill_(torch.zeros(0, dtype=torch.bool, device=DEV), 2.5)
     assert empty.shape == (0,)
+
+
+@pytest.mark.parametrize("op", [torch.floor_divide, torch.remainder, torch.fmod,
+                                lambda a, b: torch.div(a, b, rounding_mode="trunc")])
+def test_integer_division_by_a_divisor_that_casts_to_zero(op):
+    # A 0-d int64 divisor does not promote an int32 tensor: INT64_MIN is cast to 0, and CPU raises.
+    same_error(op, torch.tensor([5], dtype=torch.int32), torch.tensor(-2**63))
+    assert torch.equal(op(torch.tensor([5], dtype=torch.int32, device=DEV), torch.tensor(3, device=DEV)).cpu(),
+                       op(torch.tensor([5], dtype=torch.int32), torch.tensor(3)))

@@ -21,7 +21,9 @@ void run_integer_division(at::TensorIteratorBase& op, const PointwiseExpr& expr)
   TORCH_CHECK_NOT_IMPLEMENTED(op.common_dtype() != at::kBool, "\"", expr.name,
                               "\" is not implemented for 'Bool' (as on CPU)");
   if (at::isIntegralType(op.common_dtype(), /*includeBool=*/false) && op.numel() > 0) {
-    const at::Tensor divisor(op.input(1));
+    // The divisor as the kernel sees it: a 0-d int64 divisor of an int32 tensor is cast first, so
+    // INT64_MIN divides by 0 there, as on CPU.
+    const at::Tensor divisor = at::Tensor(op.input(1)).to(op.common_dtype());
     TORCH_CHECK(!divisor.eq(0).any().item<bool>(), "ZeroDivisionError");
   }
   run_pointwise(op, expr);
