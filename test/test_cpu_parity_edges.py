@@ -359,3 +359,15 @@ def test_integer_division_by_a_divisor_that_casts_to_zero(op):
     same_error(op, torch.tensor([5], dtype=torch.int32), torch.tensor(-2**63))
     assert torch.equal(op(torch.tensor([5], dtype=torch.int32, device=DEV), torch.tensor(3, device=DEV)).cpu(),
                        op(torch.tensor([5], dtype=torch.int32), torch.tensor(3)))
+
+
+def test_advanced_indexing_with_an_empty_result_reads_and_refuses_no_index():
+    # CPU checks an index when its kernel reads it; another dim of size 0 leaves nothing to read.
+    idx = torch.tensor([5])
+    for fn in (lambda t, i: t[i], lambda t, i: t[:, :, i],
+               lambda t, i: t.clone().index_put_((i,), torch.zeros((), dtype=t.dtype, device=t.device)),
+               lambda t, i: t.clone().index_put_((i,), torch.zeros((), dtype=t.dtype, device=t.device), accumulate=True)):
+        x = torch.empty(1, 0, 2)
+        assert fn(x.to(DEV), idx.to(DEV)).shape == fn(x, idx).shape
+    same_error(lambda t, i: t[i], torch.empty(2, 3), idx)  # a result with elements still checks
+    same_error(lambda t, i: t[:, i], torch.empty(1, 0, 2), idx)  # indexing a dim of size 0 itself

@@ -51,6 +51,12 @@ std::string shapes_of(const std::vector<Tensor>& tensors) {
   return os.str();
 }
 
+int64_t numel_of(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (auto s : shape) n *= s;
+  return n;
+}
+
 IndexPlan plan_index(const Tensor& self_in, const IndexList& indices_in) {
   TORCH_CHECK_INDEX(indices_in.size() <= static_cast<size_t>(self_in.dim()), "too many indices for tensor of dimension ",
                     self_in.dim(), " (got ", indices_in.size(), ")");
@@ -121,7 +127,10 @@ IndexPlan plan_index(const Tensor& self_in, const IndexList& indices_in) {
   plan.indexed.row_stride = index_numel;
   if (count > 0 && index_numel > 0) {
     plan.stacked = count == 1 ? defined[0].contiguous() : at::stack(defined);
-    for (int64_t k = 0; k < count; ++k) {
+    // CPU checks each index as its kernel reads it: where the result has no elements (another of
+    // self's dims is 0) no index is read, and none is refused.
+    const bool reads_none = numel_of(plan.shape) == 0;
+    for (int64_t k = 0; k < count && !reads_none; ++k) {
       const Tensor row = count == 1 ? plan.stacked : plan.stacked[k];
       const auto bad = first_out_of_range(row, -plan.indexed.sizes[k], plan.indexed.sizes[k]);
       TORCH_CHECK_INDEX(!bad.has_value(), "index ", bad ? bad->value : 0, " is out of bounds for dimension ", k,
@@ -131,11 +140,6 @@ IndexPlan plan_index(const Tensor& self_in, const IndexList& indices_in) {
   return plan;
 }
 
-int64_t numel_of(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (auto s : shape) n *= s;
-  return n;
-}
 
 // out (the result's shape) = self[indices].
 void index_into(const IndexPlan& plan, const Tensor& out) {
