@@ -718,7 +718,29 @@ def conv_cases(draw):
     else:
         args = {"kernel": draw(st.sampled_from([1, 2, 3, 0])), "stride": draw(st.sampled_from([None, 1, 2, 0, -1])),
                 "padding": draw(st.sampled_from([0, 1, 2, -1])), "dilation": draw(_ARG), "ceil": draw(st.booleans())}
-    return {"family": "conv", "op": name, "inputs": inputs, "args": args, "grad": draw(st.booleans())}
+    grad = draw(st.booleans())
+    if name == "max_pool2d" and _a_pool_window_is_all_padding(spatial, args):
+        # CPU's max_pool2d gives such a window an index outside the plane, and its backward writes
+        # there (heap corruption, `free(): invalid size`): values only (test_pooling.py asserts the
+        # device's -inf and zero gradient).
+        grad = False
+    return {"family": "conv", "op": name, "inputs": inputs, "args": args, "grad": grad}
+
+
+def _a_pool_window_is_all_padding(spatial, a) -> bool:
+    k, p, d = a["kernel"], a["padding"], a["dilation"]
+    s = a["stride"] if a["stride"] is not None else k
+    if min(k, s, d) <= 0 or p < 0:
+        return False  # refused by both
+    for size in spatial:
+        span = d * (k - 1) + 1
+        out = (size + 2 * p - span + (s - 1 if a["ceil"] else 0)) // s + 1
+        if a["ceil"] and (out - 1) * s >= size + p:
+            out -= 1
+        for o in range(max(out, 0)):
+            if not any(0 <= o * s - p + j * d < size for j in range(k)):
+                return True
+    return False
 
 
 @st.composite

@@ -4,9 +4,10 @@ up to the end of the storage), every dtype the device holds, and random bad argu
 and backward; the device gives CPU's value or CPU's error.
 
 CI runs a fixed (derandomized) set of examples per family, sized to keep the cold-cache cost of
-this file near 5 minutes on the 2-core PoCL machine. For a longer hunt:
+this file near 5 minutes on the 2-core PoCL machine, once per kernel class. For a longer hunt:
 
-    TORCH_OPENCL_FUZZ_EXAMPLES=2000 [TORCH_OPENCL_FUZZ_SEED=7] ../.venv/bin/python -m pytest -q test_fuzz.py
+    TORCH_OPENCL_FUZZ_EXAMPLES=2000 [TORCH_OPENCL_FUZZ_SEED=7] [TORCH_OPENCL_KERNEL_CLASS=gpu] \
+        ../.venv/bin/python -m pytest -q test_fuzz.py
 
 (random seeds unless TORCH_OPENCL_FUZZ_SEED is set). A failure ends with a one-line reproducer;
 after a crash, $TMPDIR/torch_opencl_fuzz_last_case.json holds the case that was running.

@@ -158,3 +158,20 @@ def test_max_pool2d_plane_beyond_the_kernels_runs_on_cpu_and_is_counted():
     stats = torch.opencl.fallback_stats()
     assert stats.get("aten::max_pool2d_with_indices", 0) >= 1
     assert stats.get("aten::max_pool2d_with_indices_backward", 0) >= 1
+
+
+def test_max_pool2d_window_entirely_in_the_padding():
+    # H = 1 with padding 1 and dilation 2: every window's rows are -1 and 1, outside the input. CPU gives
+    # -inf there with an index outside the plane, and its backward writes through that index (heap
+    # corruption, PyTorch's bug, so CPU's gradient is not run here); the device gives -inf, index -1 and
+    # a zero gradient.
+    x = torch.randn(1, 4, 1, 4, dtype=torch.float64)
+    kw = dict(kernel_size=2, stride=2, padding=1, dilation=2, ceil_mode=True)
+    expected = F.max_pool2d(x, **kw)
+    leaf = x.to(DEV).requires_grad_()
+    with native_only():
+        got, indices = F.max_pool2d(leaf, return_indices=True, **kw)
+        got.sum().backward()
+    assert torch.equal(got.detach().cpu(), expected) and bool((expected == -float("inf")).all())
+    assert bool((indices.cpu() == -1).all())
+    assert torch.equal(leaf.grad.cpu(), torch.zeros_like(x))
