@@ -578,6 +578,26 @@ for _name, _f in {
     op("fallback", _name, loose=True, strides=True)(_f)
 
 
+# The "wide" family: a few ops at sizes that reach the kernels' GPU forms and their edges (rows longer
+# than a work-group, several chunks per output, GEMM tiles with ragged edges); the other families keep
+# tensors under MAX_ELEMENTS.
+for _name, _f in {
+    "wide_softmax": lambda x, a: F.softmax(x[0], a["dim"]),
+    "wide_log_softmax": lambda x, a: F.log_softmax(x[0], a["dim"]),
+    "wide_sum": lambda x, a: x[0].sum(a["dim"]),
+    "wide_var": lambda x, a: x[0].var(a["dim"]),
+    "wide_amax": lambda x, a: x[0].amax(a["dim"]),
+    "wide_argmax": lambda x, a: x[0].argmax(a["dim"]),
+    "wide_logsumexp": lambda x, a: torch.logsumexp(x[0], a["dim"]),
+    "wide_cumsum": lambda x, a: x[0].cumsum(a["dim"]),
+    "wide_layer_norm": lambda x, a: F.layer_norm(x[0], x[0].shape[-1:]),
+    "wide_cross_entropy": lambda x, a: F.cross_entropy(x[0], x[1]),
+    "wide_mm": lambda x, a: x[0] @ x[1],
+    "wide_bmm": lambda x, a: torch.bmm(x[0], x[1]),
+}.items():
+    op("wide", _name, loose=True)(_f)
+
+
 def families() -> List[str]:
     return sorted({o.family for o in OPS.values()})
 
@@ -892,10 +912,31 @@ def fallback_cases(draw):
     return {"family": "fallback", "op": name, "inputs": [spec], "args": args, "grad": _grad_ok(dtype) and draw(st.booleans())}
 
 
+@st.composite
+def wide_cases(draw):
+    name = draw(st.sampled_from(ops_of("wide")))
+    dtype = draw(_dtype(["float32", "float32", "float64"]))
+    grad = draw(st.booleans()) and name != "wide_argmax"
+    if name in ("wide_mm", "wide_bmm"):
+        m, k, n = (draw(st.sampled_from([1, 15, 64, 65, 130, 257])) for _ in range(3))
+        batch = [draw(st.integers(1, 3))] if name == "wide_bmm" else []
+        inputs = [draw(tensor_specs(batch + [m, k], dtype, expand=False, specials=False)),
+                  draw(tensor_specs(batch + [k, n], dtype, expand=False, specials=False))]
+        return {"family": "wide", "op": name, "inputs": inputs, "args": {}, "grad": grad}
+    long_, short = draw(st.sampled_from([2, 17, 64, 255, 256, 1000, 4097])), draw(st.sampled_from([1, 3, 8]))
+    sizes = [short, long_] if draw(st.booleans()) else [long_, short]
+    inputs = [draw(tensor_specs(sizes, dtype, specials=False))]
+    if name == "wide_cross_entropy":
+        inputs.append(draw(tensor_specs(sizes[:1], "int64", lo=0, hi=sizes[1], specials=False)))
+        inputs[-1]["nograd"] = True
+    return {"family": "wide", "op": name, "inputs": inputs, "args": {"dim": draw(st.sampled_from([0, 1, -1]))},
+            "grad": grad}
+
+
 CASES = {
     "unary": unary_cases, "binary": binary_cases, "reduce": reduce_cases, "blas": blas_cases, "conv": conv_cases,
     "norm": norm_cases, "loss": loss_cases, "index": index_cases, "shape": shape_cases, "random": random_cases,
-    "fallback": fallback_cases,
+    "fallback": fallback_cases, "wide": wide_cases,
 }
 
 

@@ -22,7 +22,7 @@ import _fuzz as Z
 
 # Examples per family in CI: the families whose cases compile the fewest new programs get more.
 CI_EXAMPLES = {"unary": 25, "binary": 25, "reduce": 30, "blas": 20, "conv": 20, "norm": 15, "loss": 20,
-               "index": 30, "shape": 25, "random": 20, "fallback": 20}
+               "index": 30, "shape": 25, "random": 20, "fallback": 20, "wide": 25}
 EXAMPLES = int(os.environ.get("TORCH_OPENCL_FUZZ_EXAMPLES", "0"))
 SEED = os.environ.get("TORCH_OPENCL_FUZZ_SEED")
 
