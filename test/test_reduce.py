@@ -376,3 +376,12 @@ def test_var_and_std_of_constant_slices_are_exactly_zero(shape, dim):
     y = make(shape, F32) * 3 + 1000
     with native_only():
         torch.testing.assert_close(y.to(DEV).var(dim).cpu(), y.var(dim), rtol=1e-4, atol=1e-4)
+
+
+def test_half_prod_accumulates_in_float():
+    # 16 values whose running product passes half's 65504 before coming back down: CPU multiplies in
+    # half and gives inf; the device (as CUDA) accumulates in float and rounds the product once.
+    x = torch.tensor([40.0, 40.0, 50.0, 0.01, 0.02, 3.0, 1.0, 2.0] * 2, dtype=torch.float16)
+    with native_only():
+        got = x.to(DEV).prod().cpu()
+    assert torch.equal(got, x.float().prod().half()) and torch.isfinite(got)
