@@ -371,3 +371,21 @@ def test_advanced_indexing_with_an_empty_result_reads_and_refuses_no_index():
         assert fn(x.to(DEV), idx.to(DEV)).shape == fn(x, idx).shape
     same_error(lambda t, i: t[i], torch.empty(2, 3), idx)  # a result with elements still checks
     same_error(lambda t, i: t[:, i], torch.empty(1, 0, 2), idx)  # indexing a dim of size 0 itself
+
+
+@pytest.mark.parametrize("fn, shapes", [
+    (lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=2, dilation=2), ((1, 1, 1, 1), (1, 1, 2, 2))),
+    (lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=2, dilation=2, output_padding=1), ((1, 1, 1, 1), (1, 1, 2, 2))),
+    (lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=2, dilation=2, output_padding=1), ((1, 1, 2, 1), (1, 1, 2, 2))),
+    (lambda x, w: F.conv_transpose1d(x, w, stride=2, padding=2, dilation=2), ((1, 1, 1), (1, 1, 2))),
+])
+def test_transposed_convolution_with_no_output_is_refused_as_on_cpu(fn, shapes):
+    same_error(fn, torch.randn(shapes[0]), torch.randn(shapes[1]))
+
+
+def test_transposed_convolution_with_one_tap_allows_dilation_zero_as_on_cpu():
+    x, w = torch.randn(2, 3, 4, 5), torch.randn(3, 2, 1, 1)
+    expected = F.conv_transpose2d(x, w, dilation=0)
+    got = F.conv_transpose2d(x.to(DEV), w.to(DEV), dilation=0).cpu()
+    torch.testing.assert_close(got, expected)
+    same_error(lambda a, b: F.conv2d(a, b, dilation=0), x, torch.randn(2, 3, 1, 1))  # a regular one refuses it

@@ -268,9 +268,13 @@ at::Tensor conv_weight_grad(const Conv2d& c, const at::Tensor& x4, const at::Ten
 }
 
 // ATen's shared checks refuse negative dilations only; CPU's kernels also refuse 0 (which would
-// give every kernel tap the same input position).
-void check_dilation(at::IntArrayRef dilation) {
-  for (const int64_t d : dilation) TORCH_CHECK(d > 0, "dilation should be greater than zero, but got ", dilation);
+// give every kernel tap the same input position), except a transposed convolution's with a kernel of one
+// tap per dim, where dilation multiplies nothing and CPU computes it.
+void check_dilation(at::IntArrayRef dilation, const at::Tensor& weight, bool transposed) {
+  bool one_tap = weight.dim() >= 3;
+  for (int64_t i = 2; i < weight.dim(); ++i) one_tap = one_tap && weight.size(i) == 1;
+  if (transposed && one_tap) return;
+  for (const int64_t d : dilation) TORCH_CHECK(d > 0, "non-positive dilation is not supported");  // CPU's text
 }
 
 // CPU's kernels refuse an empty kernel window (this one would give a larger output than its input).
@@ -375,7 +379,7 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
   TORCH_CHECK(weight.device() == input.device() && (!bias || !bias->defined() || bias->device() == input.device()),
               "Expected all tensors to be on the same device, but found at least two devices, ", input.device(),
               " and ", weight.device() != input.device() ? weight.device() : bias->device(), "!");
-  check_dilation(dilation);
+  check_dilation(dilation, weight, transposed);
   if (!native(input, weight))
     return convolution_on_cpu(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
   const bool one_d = input.dim() == 3;
@@ -392,6 +396,11 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
   }
   // A transposed convolution is the input gradient of the regular one, with its input as grad_output.
   const Conv2d c = describe_transposed(input, weight, stride, padding, dilation, output_padding, groups);
+  // CPU's shape check (ATen's check_shape_forward, which sees a 1-D convolution as 2-D): no output size
+  // below 1.
+  TORCH_CHECK(c.g.H > 0 && c.g.W > 0, "Given input size per channel: (", one_d ? 1 : input.size(2), " x ",
+              input.size(-1), "). Calculated output size per channel: (", c.g.H, " x ", c.g.W,
+              "). Output size is too small");
   if (!adjoint_fits(c, input))
     return convolution_on_cpu(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
   if (winograd(c, device)) return winograd_conv2d(input, weight, b, 2 - c.g.PH, 2 - c.g.PW, true);
@@ -407,7 +416,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride,
     at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding,
     int64_t groups, std::array<bool, 3> output_mask) {
-  check_dilation(dilation);
+  check_dilation(dilation, weight, transposed);
   if (!native(input, weight) || grad_output.scalar_type() != input.scalar_type())
     return convolution_backward_on_cpu(grad_output, input, weight, stride, padding, dilation, transposed,
                                        output_padding, groups, output_mask);
