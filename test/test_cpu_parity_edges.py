@@ -384,8 +384,18 @@ def test_transposed_convolution_with_no_output_is_refused_as_on_cpu(fn, shapes):
 
 
 def test_transposed_convolution_with_one_tap_allows_dilation_zero_as_on_cpu():
+    # Dilation multiplies nothing in a one-tap kernel. CPU's oneDNN path (batch 2 and more) computes it,
+    # its batch-1 path refuses it; the device computes it at every batch size.
     x, w = torch.randn(2, 3, 4, 5), torch.randn(3, 2, 1, 1)
     expected = F.conv_transpose2d(x, w, dilation=0)
     got = F.conv_transpose2d(x.to(DEV), w.to(DEV), dilation=0).cpu()
     torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(F.conv_transpose2d(x[:1].to(DEV), w.to(DEV), dilation=0).cpu(), expected[:1])
     same_error(lambda a, b: F.conv2d(a, b, dilation=0), x, torch.randn(2, 3, 1, 1))  # a regular one refuses it
+
+
+def test_transposed_convolution_with_an_output_size_of_zero_is_refused_at_every_batch_size():
+    # CPU's batch-1 path refuses it (above); its oneDNN path (batch 2 and more) returns an empty tensor.
+    # The device refuses it at every batch size, with the batch-1 path's message.
+    with pytest.raises(RuntimeError, match="Output size is too small"):
+        F.conv_transpose1d(torch.randn(2, 1, 1, device=DEV), torch.randn(1, 1, 2, device=DEV), padding=1)

@@ -269,7 +269,8 @@ at::Tensor conv_weight_grad(const Conv2d& c, const at::Tensor& x4, const at::Ten
 
 // ATen's shared checks refuse negative dilations only; CPU's kernels also refuse 0 (which would
 // give every kernel tap the same input position), except a transposed convolution's with a kernel of one
-// tap per dim, where dilation multiplies nothing and CPU computes it.
+// tap per dim, where dilation multiplies nothing and CPU's oneDNN path computes it (its batch-1 path
+// refuses it; the device computes it at every batch size).
 void check_dilation(at::IntArrayRef dilation, const at::Tensor& weight, bool transposed) {
   bool one_tap = weight.dim() >= 3;
   for (int64_t i = 2; i < weight.dim(); ++i) one_tap = one_tap && weight.size(i) == 1;
