@@ -283,8 +283,36 @@ def _check_grad(case, cpu_out, cpu_in, dev_out, dev_in) -> str:
         if c is not None and tied:  # the same gradient values, maybe at other ones of the tied positions
             compare(c.flatten().sort().values, d.cpu().flatten().sort().values.to(DEV), f"grad[{i}] (ties)", loose=True)
         elif c is not None:
-            compare(c, d, f"grad[{i}]", values=not OPS[case["op"]].random, loose=True)
+            try:
+                compare(c, d, f"grad[{i}]", values=not OPS[case["op"]].random, loose=True)
+            except Mismatch:
+                # An ill-conditioned backward (group_norm with eps = 0 and two close elements per group) can
+                # leave CPU's own float32 gradient far from the exact one: the device passes if it matches
+                # the same gradient computed in float64.
+                exact = _grad_in_float64(case, cpu_in, cots)
+                if exact is None or exact[i] is None:
+                    raise
+                try:
+                    compare(exact[i].to(c.dtype), d, f"grad[{i}]", loose=True)
+                except Mismatch:
+                    raise Mismatch(f"grad[{i}]: differs from CPU's float32 gradient and from its float64 one") from None
     return "same value and gradients"
+
+
+def _grad_in_float64(case, cpu_in, cots):
+    """CPU's gradients of the case with its float inputs in float64 (None for random ops or on error)."""
+    op = OPS[case["op"]]
+    if op.random:
+        return None
+    xs = [t.detach().double().requires_grad_(t.requires_grad) if t.is_floating_point() else t for t in cpu_in]
+    try:
+        with torch.enable_grad():
+            outs = [o for o in _tensors(op.fn(xs, case["args"]))
+                    if o.requires_grad and o.is_floating_point() and o.numel() > 0]
+            leaves = [t for t in xs if t.requires_grad]
+            return torch.autograd.grad(outs, leaves, [c.double() for c in cots], allow_unused=True)
+    except Exception:  # noqa: BLE001 - no float64 form: keep the float32 mismatch
+        return None
 
 
 def _line(e: Optional[BaseException]) -> str:
