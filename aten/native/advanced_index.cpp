@@ -140,7 +140,6 @@ IndexPlan plan_index(const Tensor& self_in, const IndexList& indices_in) {
   return plan;
 }
 
-
 // out (the result's shape) = self[indices].
 void index_into(const IndexPlan& plan, const Tensor& out) {
   const int64_t total = numel_of(plan.shape);

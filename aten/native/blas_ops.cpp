@@ -73,6 +73,9 @@ void check_device(const char* op, const at::Tensor& out, std::initializer_list<c
 // What the GEMM adds (times beta): self, read in place (broadcast by strides 0), unless it shares memory
 // with result other than as result itself; then self goes into result first and result is the addend.
 at::Tensor addend_of(const at::Tensor& self, const at::Tensor& result, double beta) {
+  // CPU expands self to the result's shape first, so a self that does not broadcast is an error even
+  // when the product never reads it (an empty result, or beta = 0 with an empty k).
+  (void)self.expand(result.sizes());
   if (beta == 0 || result.is_same(self) || at::get_overlap_status(result, self) == at::MemOverlapStatus::No)
     return self;
   result.copy_(self.expand(result.sizes()));
@@ -89,9 +92,6 @@ void addmm_impl(const at::Tensor& self, const at::Tensor& m1, const at::Tensor& 
                      : at::addmm(cpu(self), cpu(m1), cpu(m2), beta, alpha);
     });
   }
-  // CPU expands self to the result's shape first, so a self that does not broadcast is an error even
-  // when the GEMM below never reads it (an empty result, or beta = 0 with an empty k).
-  (void)self.expand(result.sizes());
   const double b = beta.toDouble();
   const at::Tensor addend = addend_of(self, result, b);
   if (batched) gemm_batched(m1, m2, result, alpha.toDouble(), b, addend);
@@ -144,9 +144,6 @@ void addmv_impl(const at::Tensor& self, const at::Tensor& mat, const at::Tensor&
   check_device("addmv", result, {&self, &mat, &vec});
   if (!blas_supports(result.scalar_type()))
     return on_cpu("aten::addmv", result, [&] { return at::addmv(cpu(self), cpu(mat), cpu(vec), beta, alpha); });
-  // CPU expands self to the result's shape first, so a self that does not broadcast is an error even
-  // when the GEMM below never reads it (an empty result, or beta = 0 with an empty k).
-  (void)self.expand(result.sizes());
   const double b = beta.toDouble();
   const at::Tensor addend = addend_of(self, result, b);
   gemv(mat, vec, result, alpha.toDouble(), b, addend);

@@ -193,6 +193,9 @@ void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std:
   // (A missing float form, as bitwise ops have, was once a null expression and a crash.)
   TORCH_CHECK_NOT_IMPLEMENTED(floating ? expr.float_expr != nullptr : expr.int_expr != nullptr, "\"", expr.name,
                               "\" is not implemented for '", compute, "' on opencl");
+  // CPU's kernels convert their scalar arguments before the loop, so one that does not fit the compute
+  // type is an error even for empty tensors (clamp(min=300) or masked_fill of an empty uint8 tensor).
+  for (const auto& s : scalars) (void)scalar_arg(s, compute);
   if (numel == 0) return;
 
   const int nin = iter.ninputs();

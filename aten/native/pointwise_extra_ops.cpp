@@ -3,7 +3,6 @@
 // one expression for the pointwise engine. Some are thin wrappers over native
 // ops, as CPU defines them (relu is clamp_min, hardtanh is clamp, isnan is ne).
 #include <ATen/ATen.h>
-#include <ATen/Dispatch.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/MetaFunctions.h>
 #include <ATen/ScalarOps.h>
@@ -82,12 +81,6 @@ at::Tensor& masked_fill_impl(at::Tensor& self, const at::Tensor& mask, const c10
                "this operation. This also applies to advanced indexing e.g. tensor[mask] = scalar");
   }
   at::assert_no_partial_overlap(self, mask);
-  // CPU converts the value before looking at the elements: one that does not fit self's dtype is an
-  // error even for an empty self (run_pointwise checks the conversion only when it launches).
-  if (value && self.numel() == 0 && !at::isComplexType(self.scalar_type())) {
-    AT_DISPATCH_ALL_TYPES_AND3(at::kBool, at::kHalf, at::kBFloat16, self.scalar_type(), "masked_fill_opencl",
-                               [&] { (void)value->to<scalar_t>(); });
-  }
   at::TensorIteratorConfig config;
   config.set_check_mem_overlap(false)
       .check_all_same_dtype(false)
