@@ -399,3 +399,11 @@ def test_transposed_convolution_with_an_output_size_of_zero_is_refused_at_every_
     # The device refuses it at every batch size, with the batch-1 path's message.
     with pytest.raises(RuntimeError, match="Output size is too small"):
         F.conv_transpose1d(torch.randn(2, 1, 1, device=DEV), torch.randn(1, 1, 2, device=DEV), padding=1)
+
+
+@pytest.mark.parametrize("op", [lambda t: t.clamp(min=300), lambda t: torch.add(t, t, alpha=300),
+                                lambda t: F.threshold(t, 1, 300), lambda t: torch.addcmul(t, t, t, value=300),
+                                lambda t: t.float().clamp(min=1e300)])
+def test_a_scalar_argument_that_does_not_fit_is_refused_for_empty_tensors_too(op):
+    # CPU's kernels convert their scalar arguments before the loop (run_pointwise does the same).
+    same_error(op, torch.ones(0, dtype=torch.uint8))
