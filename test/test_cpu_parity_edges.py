@@ -407,3 +407,32 @@ def test_transposed_convolution_with_an_output_size_of_zero_is_refused_at_every_
 def test_a_scalar_argument_that_does_not_fit_is_refused_for_empty_tensors_too(op):
     # CPU's kernels convert their scalar arguments before the loop (run_pointwise does the same).
     same_error(op, torch.ones(0, dtype=torch.uint8))
+
+
+U8 = torch.tensor([1, 2, 0, 255], dtype=torch.uint8)
+
+
+@pytest.mark.parametrize("op", [
+    lambda t: t + 300, lambda t: t * 300, lambda t: 300 - t, lambda t: t // 300, lambda t: t % 300,
+    lambda t: t == 257, lambda t: t < 300, lambda t: t & 257, lambda t: t << 300, lambda t: 300 ** t,
+    lambda t: t.clone().add_(300), lambda t: torch.maximum(t, torch.tensor(300)), lambda t: torch.fmod(t, 300),
+    lambda t: t.to(torch.int8) + -200, lambda t: t.int() + 2**40,
+    lambda t: t.float() + 1e300, lambda t: t.float() * -1e300, lambda t: t.float() < 1e300,
+    lambda t: t.float() == 1e300, lambda t: t.int() + 1e300, lambda t: t.float() ** 1e300,
+    lambda t: t.float() ** -1e300,
+], ids=["add", "mul", "rsub", "floordiv", "mod", "eq", "lt", "and", "lshift", "pow_base", "add_", "maximum_0d",
+        "fmod", "int8", "int32", "f32_add", "f32_mul", "f32_lt", "f32_eq", "int_to_float", "pow_inf", "pow_minf"])
+def test_a_python_number_operand_is_cast_not_checked_as_on_cpu(op):
+    # TensorIterator casts a Python number (or 0-d CPU tensor) operand to the common dtype: integers wrap
+    # and a double beyond float's range is inf. Only scalar arguments (alpha, clamp's bounds) are checked.
+    expected = op(U8)
+    got = op(U8.to(DEV)).cpu()
+    assert got.dtype == expected.dtype
+    torch.testing.assert_close(got, expected, equal_nan=True)
+
+
+@pytest.mark.parametrize("op", [lambda t: t ** 300, lambda t: t.add(1, alpha=300), lambda t: t.clamp(max=300),
+                                lambda t: t.clone().fill_(300),
+                                lambda t: torch.where(t > 0, t, 300)])
+def test_a_scalar_argument_that_does_not_fit_is_still_refused(op):
+    same_error(op, U8)

@@ -153,6 +153,37 @@ ScalarArg scalar_arg(const c10::Scalar& s, c10::ScalarType compute) {
   return a;
 }
 
+// A CPU scalar operand (a Python number, a 0-d CPU tensor) is converted as TensorIterator converts
+// operands to the common dtype: a plain cast, so integers wrap (uint8 + 300 adds 44) and a double beyond
+// float's range becomes inf. Scalar arguments (alpha, clamp's bounds, a fill value) are checked instead
+// (scalar_arg), as on CPU.
+ScalarArg operand_scalar_arg(at::TensorIteratorBase& iter, int arg, c10::ScalarType compute) {
+  if (is_floating(compute)) {
+    const double v = iter.original_scalar_value<double>(arg);
+    ScalarArg a{};
+    if (compute == c10::kDouble) {
+      a.value.d = v;
+      a.size = 8;
+    } else {
+      a.value.f = static_cast<float>(v);  // IEEE: out of range rounds to +-inf (implementation-defined, not UB)
+      a.size = 4;
+    }
+    return a;
+  }
+  const int64_t v = iter.original_scalar_value<int64_t>(arg);
+  ScalarArg a{};
+  switch (compute) {
+    case c10::kBool: a.value.u8 = v != 0 ? 1 : 0; a.size = 1; break;
+    case c10::kByte: a.value.u8 = static_cast<uint8_t>(v); a.size = 1; break;
+    case c10::kChar: a.value.i8 = static_cast<int8_t>(v); a.size = 1; break;
+    case c10::kShort: a.value.i16 = static_cast<int16_t>(v); a.size = 2; break;
+    case c10::kInt: a.value.i32 = static_cast<int32_t>(v); a.size = 4; break;
+    case c10::kLong: a.value.i64 = v; a.size = 8; break;
+    default: TORCH_CHECK(false, "unsupported compute dtype ", compute);
+  }
+  return a;
+}
+
 void set_scalar(cl_kernel k, cl_uint& index, const ScalarArg& a) {
   TOCL_CHECK(clSetKernelArg(k, index++, a.size, &a.value));
 }
@@ -217,9 +248,7 @@ void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std:
   set_buffer(k, index, iter.data_ptr(0), iter.element_size(0));
   for (int i = 0; i < nin; ++i) {
     if (scalar_inputs[i]) {
-      const c10::Scalar value = floating ? c10::Scalar(iter.original_scalar_value<double>(i + 1))
-                                         : c10::Scalar(iter.original_scalar_value<int64_t>(i + 1));
-      set_scalar(k, index, scalar_arg(value, compute));
+      set_scalar(k, index, operand_scalar_arg(iter, i + 1, compute));
     } else {
       set_buffer(k, index, iter.data_ptr(i + 1), iter.element_size(i + 1));
     }

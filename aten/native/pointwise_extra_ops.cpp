@@ -166,8 +166,11 @@ at::Tensor& pow_scalar_base_out(const c10::Scalar& base, const at::Tensor& expon
   const auto type = at::result_type(base, exponent);
   TORCH_CHECK_NOT_IMPLEMENTED(type != at::kBool, "\"pow\" not implemented for 'Bool'");
   const at::Tensor exp = exponent.to(type);
+  // CPU computes pow(wrapped_scalar_tensor(base), exponent), whose base is cast, not checked: 300 ** a uint8
+  // tensor raises 44 to the powers.
+  const c10::Scalar cast_base = c10::scalar_to_tensor(base).to(type).item();
   auto iter = at::TensorIterator::unary_op(out, exp);
-  run_pointwise(iter, {"pow_scalar_base", "pow_of(s0, a)", "pow_of(s0, a)"}, {base});
+  run_pointwise(iter, {"pow_scalar_base", "pow_of(s0, a)", "pow_of(s0, a)"}, {cast_base});
   return out;
 }
 

@@ -59,6 +59,12 @@ void run_pow_scalar(at::TensorIteratorBase& op, const c10::Scalar& exponent) {
     if (e == -1) return run_pointwise(op, {"pow_m1", "(C_T)1 / a", nullptr});
     if (e == -2) return run_pointwise(op, {"pow_m2", "(C_T)1 / (a * a)", nullptr});
   }
+  // CPU raises floating tensors to the exponent as a double, never checking that it fits the tensor's dtype:
+  // a float exponent beyond float's range is inf here, which pow_of treats as CPU's double does.
+  const auto common = op.common_dtype();
+  if (at::isFloatingType(common) && common != at::kDouble && !exponent.isComplex())
+    return run_pointwise(op, {"pow_scalar", "pow_of(a, s0)", "pow_of(a, s0)"},
+                         {c10::Scalar(static_cast<double>(static_cast<float>(exponent.to<double>())))});
   run_pointwise(op, {"pow_scalar", "pow_of(a, s0)", "pow_of(a, s0)"}, {exponent});
 }
 
