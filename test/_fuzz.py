@@ -362,8 +362,17 @@ for _name, _f in {
     _unary(_name, _f)
 
 
+def _operands(x, a):
+    """The two operands: two tensors, or one tensor and a Python number or 0-d CPU tensor (args "scalar",
+    "scalar_form", "scalar_left"), which TensorIterator casts to the common dtype without a check."""
+    if "scalar" not in a:
+        return x[0], x[1]
+    v = torch.tensor(a["scalar"]) if a["scalar_form"] == "cpu_tensor" else a["scalar"]
+    return (v, x[0]) if a["scalar_left"] else (x[0], v)
+
+
 def _binary(name, f):
-    op("binary", name)(lambda x, a: f(x[0], x[1], a))
+    op("binary", name)(lambda x, a: f(*_operands(x, a), a))
 
 
 for _name, _f in {
@@ -693,6 +702,15 @@ def binary_cases(draw):
     lo, hi = (0, 9) if name == "shift_left" else (None, None)
     inputs = [draw(tensor_specs(sx, a)), draw(tensor_specs(sy, b, lo=lo, hi=hi))]
     args = {}
+    if draw(st.integers(0, 3)) == 0:
+        # One operand a Python number or 0-d CPU tensor, values beyond small dtypes' ranges included
+        # (CPU wraps integers and gives inf for a double beyond float).
+        inputs = inputs[:1]
+        args["scalar"] = draw(st.sampled_from([0, 1, -1, 3, 255, 300, -200, 2**31, 2**40, -(2**63), True, False,
+                                               0.5, -2.5, 1e300, -1e300, float("inf"), float("nan"), 65519.0]))
+        args["scalar_form"] = draw(st.sampled_from(["python", "cpu_tensor"]))
+        # In place, self must be the tensor (a CPU self with a device operand is an error on any accelerator).
+        args["scalar_left"] = name not in ("add_", "copy_") and draw(st.booleans())
     if name == "add":
         args["alpha"] = draw(st.sampled_from([1, 2, -1, 0.5]))
     if name == "div":

@@ -436,3 +436,21 @@ def test_a_python_number_operand_is_cast_not_checked_as_on_cpu(op):
                                 lambda t: torch.where(t > 0, t, 300)])
 def test_a_scalar_argument_that_does_not_fit_is_still_refused(op):
     same_error(op, U8)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("op", [lambda t: t - 65519.0, lambda t: t + 0.1, lambda t: 3.3 - t, lambda t: t * 0.1,
+                                lambda t: t / 3.3, lambda t: 1.7 / t, lambda t: torch.div(t, 0.1, rounding_mode="floor"),
+                                lambda t: torch.maximum(t, torch.tensor(0.1))],
+                         ids=["sub_edge", "add", "rsub", "mul", "div", "rdiv", "floordiv", "maximum"])
+def test_a_python_number_operand_of_a_reduced_float_tensor_rounds_as_on_cpu(op, dtype):
+    # CPU rounds the number to half/bfloat16 first (half - 65519.0 subtracts 65504, not -inf), except mul and
+    # the divisions, which read a divisor or factor unrounded in float: bit for bit, not within tolerance.
+    x = (torch.randn(2000, generator=torch.Generator().manual_seed(0)) * 3).to(dtype)
+    if dtype == torch.float16:
+        x[0] = -2.0  # - 65519.0 is -65521 unrounded (-inf in half), -65506 rounded (-65504)
+    assert torch.equal(op(x.to(DEV)).cpu(), op(x))
+
+
+def test_a_half_exponent_that_does_not_fit_half_is_refused_as_on_cpu():
+    same_error(lambda t: t ** 65519.0, torch.ones(3, dtype=torch.float16))

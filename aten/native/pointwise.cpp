@@ -155,11 +155,14 @@ ScalarArg scalar_arg(const c10::Scalar& s, c10::ScalarType compute) {
 
 // A CPU scalar operand (a Python number, a 0-d CPU tensor) is converted as TensorIterator converts
 // operands to the common dtype: a plain cast, so integers wrap (uint8 + 300 adds 44) and a double beyond
-// float's range becomes inf. Scalar arguments (alpha, clamp's bounds, a fill value) are checked instead
+// float's range becomes inf; for half and bfloat16 tensors the number is rounded to their type first (half
+// - 65519.0 subtracts 65504) unless the op reads it unrounded (PointwiseExpr). Scalar arguments (alpha, clamp's bounds, a fill value) are checked instead
 // (scalar_arg), as on CPU.
-ScalarArg operand_scalar_arg(at::TensorIteratorBase& iter, int arg, c10::ScalarType compute) {
+ScalarArg operand_scalar_arg(at::TensorIteratorBase& iter, int arg, c10::ScalarType common, c10::ScalarType compute) {
   if (is_floating(compute)) {
-    const double v = iter.original_scalar_value<double>(arg);
+    double v = iter.original_scalar_value<double>(arg);
+    if (common == c10::kHalf) v = static_cast<float>(static_cast<c10::Half>(v));
+    if (common == c10::kBFloat16) v = static_cast<float>(static_cast<c10::BFloat16>(v));
     ScalarArg a{};
     if (compute == c10::kDouble) {
       a.value.d = v;
@@ -213,7 +216,8 @@ void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std:
   const int64_t numel = iter.numel();
   const int device = iter.device(0).index();
   // Not value_or: a nullary iterator (arange) has no common dtype to ask for.
-  const auto compute = compute_dtype(compute_opt ? *compute_opt : iter.common_dtype());
+  const auto common = compute_opt ? *compute_opt : iter.common_dtype();
+  const auto compute = compute_dtype(common);
   // Dtypes without an OpenCL form (complex; double or half the device lacks) send the call to the CPU
   // fallback (aten/kernel_support/dtype_fallback.h): checked before anything is enqueued.
   for (int k = 0; k < iter.ntensors(); ++k)
@@ -248,7 +252,8 @@ void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std:
   set_buffer(k, index, iter.data_ptr(0), iter.element_size(0));
   for (int i = 0; i < nin; ++i) {
     if (scalar_inputs[i]) {
-      set_scalar(k, index, operand_scalar_arg(iter, i + 1, compute));
+      set_scalar(k, index, operand_scalar_arg(iter, i + 1, expr.unrounded_scalar_operand && i == 1 ? compute : common,
+                                              compute));
     } else {
       set_buffer(k, index, iter.data_ptr(i + 1), iter.element_size(i + 1));
     }

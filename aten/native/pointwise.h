@@ -14,6 +14,10 @@ struct PointwiseExpr {
   const char* name;           // names the program family, e.g. "add"
   const char* float_expr;     // over a, b, c (inputs) and s0, s1, s2 (scalars), for float and double
   const char* int_expr;       // the same for integer and bool compute types; nullptr: floating types only
+  // A Python-number operand of a half or bfloat16 tensor is rounded to that dtype first, as CPU does for
+  // most ops; mul and the divisions take a second operand unrounded in float (CPU's mul/div kernels read it
+  // that way).
+  bool unrounded_scalar_operand = false;
 };
 
 // Runs out = EXPR(inputs...) over a built iterator (one output, up to three inputs).

@@ -31,13 +31,13 @@ void run_integer_division(at::TensorIteratorBase& op, const PointwiseExpr& expr)
 
 void run_div_mode(at::TensorIteratorBase& op, std::optional<c10::string_view> mode) {
   if (!mode.has_value()) {
-    run_pointwise(op, {"div", "a / b", nullptr});
+    run_pointwise(op, {"div", "a / b", nullptr, true});
   } else if (*mode == "trunc") {
-    run_integer_division(op, {"div_trunc", "trunc(a / b)", "trunc_divide(a, b)"});
+    run_integer_division(op, {"div_trunc", "trunc(a / b)", "trunc_divide(a, b)", true});
   } else {
     TORCH_CHECK(*mode == "floor", "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '",
                 *mode, "'");
-    run_integer_division(op, {"div_floor", "floor_divide(a, b)", "floor_divide(a, b)"});
+    run_integer_division(op, {"div_floor", "floor_divide(a, b)", "floor_divide(a, b)", true});
   }
 }
 
@@ -59,13 +59,16 @@ void run_pow_scalar(at::TensorIteratorBase& op, const c10::Scalar& exponent) {
     if (e == -1) return run_pointwise(op, {"pow_m1", "(C_T)1 / a", nullptr});
     if (e == -2) return run_pointwise(op, {"pow_m2", "(C_T)1 / (a * a)", nullptr});
   }
-  // CPU raises floating tensors to the exponent as a double, never checking that it fits the tensor's dtype:
-  // a float exponent beyond float's range is inf here, which pow_of treats as CPU's double does.
+  // CPU raises float tensors to the exponent as a double, never checking that it fits float: one beyond
+  // float's range is inf here, which pow_of treats as CPU's double does. Half and bfloat16 tensors take it
+  // checked and rounded to their dtype, as CPU does.
   const auto common = op.common_dtype();
-  if (at::isFloatingType(common) && common != at::kDouble && !exponent.isComplex())
-    return run_pointwise(op, {"pow_scalar", "pow_of(a, s0)", "pow_of(a, s0)"},
-                         {c10::Scalar(static_cast<double>(static_cast<float>(exponent.to<double>())))});
-  run_pointwise(op, {"pow_scalar", "pow_of(a, s0)", "pow_of(a, s0)"}, {exponent});
+  c10::Scalar e = exponent;
+  if (common == at::kFloat && !exponent.isComplex())
+    e = c10::Scalar(static_cast<double>(static_cast<float>(exponent.to<double>())));
+  if (common == at::kHalf) e = c10::Scalar(static_cast<double>(exponent.to<c10::Half>()));
+  if (common == at::kBFloat16) e = c10::Scalar(static_cast<double>(exponent.to<c10::BFloat16>()));
+  run_pointwise(op, {"pow_scalar", "pow_of(a, s0)", "pow_of(a, s0)"}, {e});
 }
 
 void run_clamp(at::TensorIteratorBase& op, const std::optional<c10::Scalar>& min,
