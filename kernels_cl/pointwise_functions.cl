@@ -47,9 +47,20 @@ TOCL_INLINE C_T erf_of(C_T x) {
   return a < (C_T)0.5 ? series : copysign((C_T)1 - erfc, x);
 }
 TOCL_INLINE C_T gelu_erf(C_T x) { return x * (C_T)0.5 * ((C_T)1 + erf_of(x * (C_T)M_SQRT1_2)); }
+// float tanh reaching +-1 where the rounded value is +-1 (|x| > 9.01): PoCL's stops one ulp short (tanh(100)
+// = 0.99999994), which made 1 - tanh^2 (tanh's and mish's backward) 1.2e-7 instead of 0. Its double tanh
+// saturates.
+TOCL_INLINE C_T tanh_of(C_T x) {
+  return sizeof(C_T) == 4 && fabs(x) > (C_T)9.01 ? copysign((C_T)1, x) : tanh(x);
+}
+// 1 + tanh(u) = 2 / (1 + exp(-2u)) and 1 - tanh(u)^2 = 4 / ((1 + exp(-2u)) (1 + exp(2u))): no cancellation
+// where tanh(u) is near -1 or 1 (a driver's tanh may return -0.99999994 for tanh(-10), which made
+// gelu_tanh(-104) -3e-6 instead of -0; the CPU's forms round through an exact -1 there).
+TOCL_INLINE C_T one_plus_tanh(C_T u) { return (C_T)2 / ((C_T)1 + exp((C_T)-2 * u)); }
+TOCL_INLINE C_T sech2_of(C_T u) { return (C_T)4 / (((C_T)1 + exp((C_T)-2 * u)) * ((C_T)1 + exp((C_T)2 * u))); }
 TOCL_INLINE C_T gelu_tanh(C_T x) {
   const C_T inner = (C_T)(M_2_SQRTPI * M_SQRT1_2) * (x + (C_T)0.044715 * x * x * x);
-  return (C_T)0.5 * x * ((C_T)1 + tanh(inner));
+  return (C_T)0.5 * x * one_plus_tanh(inner);
 }
 TOCL_INLINE C_T gelu_erf_backward(C_T g, C_T x) {
   const C_T cdf = (C_T)0.5 * ((C_T)1 + erf_of(x * (C_T)M_SQRT1_2));
@@ -62,21 +73,19 @@ TOCL_INLINE C_T gelu_tanh_backward(C_T g, C_T x) {
   const C_T x_sq = x * x;
   const C_T x_cube = x_sq * x;
   const C_T inner = k_beta * (x + k_kappa * x_cube);
-  const C_T t = tanh(inner);
   const C_T left = (C_T)0.5 * x;
-  const C_T right = (C_T)1 + t;
-  const C_T left_derivative = (C_T)0.5 * right;
-  const C_T right_derivative = left * ((C_T)1 - t * t) * k_beta * ((C_T)1 + (C_T)3 * k_kappa * x_sq);
+  const C_T left_derivative = (C_T)0.5 * one_plus_tanh(inner);
+  const C_T right_derivative = left * sech2_of(inner) * k_beta * ((C_T)1 + (C_T)3 * k_kappa * x_sq);
   return g * (left_derivative + right_derivative);
 }
 TOCL_INLINE C_T softplus_of(C_T x, C_T beta, C_T threshold) {
   return (x * beta) > threshold ? x : log1p(exp(x * beta)) / beta;
 }
-TOCL_INLINE C_T mish_of(C_T x) { return x * tanh(log1p(exp(x))); }
+TOCL_INLINE C_T mish_of(C_T x) { return x * tanh_of(log1p(exp(x))); }
 TOCL_INLINE C_T mish_backward_of(C_T g, C_T x) {
   const C_T s = sigmoid_of(x);
-  const C_T t = tanh(log1p(exp(x)));
-  return g * (t + x * s * ((C_T)1 - t * t));
+  const C_T sp = log1p(exp(x));
+  return g * (tanh_of(sp) + x * s * sech2_of(sp));
 }
 // Giles' single-precision approximation refined by two Newton steps on erf.
 TOCL_INLINE C_T erfinv_of(C_T y) {

@@ -454,3 +454,52 @@ def test_a_python_number_operand_of_a_reduced_float_tensor_rounds_as_on_cpu(op, 
 
 def test_a_half_exponent_that_does_not_fit_half_is_refused_as_on_cpu():
     same_error(lambda t: t ** 65519.0, torch.ones(3, dtype=torch.float16))
+
+
+@pytest.mark.parametrize("op", [
+    lambda t: torch.add(t, t, alpha=70000.0), lambda t: torch.sub(t, 1.0, alpha=70000.0), lambda t: t.clamp(max=70000.0),
+    lambda t: t.clamp_min(-70000.0), lambda t: F.threshold(t, 0.0, 70000.0), lambda t: F.hardtanh(t, -70000.0, 1.0),
+    lambda t: t.masked_fill(t > 0, 70000.0), lambda t: t.clone().fill_(70000.0), lambda t: torch.logit(t, 70000.0),
+    lambda t: t.index_fill(0, torch.tensor([0], device=t.device), 70000.0),
+    lambda t: t.index_fill(0, torch.tensor([], dtype=torch.long, device=t.device), 70000.0),
+    lambda t: torch._foreach_maximum([t], 70000.0), lambda t: torch._foreach_add([t], [t], alpha=70000.0),
+    lambda t: torch._foreach_clamp_max([t, t], [1.0, 70000.0]),
+], ids=["add_alpha", "sub_alpha", "clamp", "clamp_min", "threshold_value", "hardtanh", "masked_fill", "fill_",
+        "logit_eps", "index_fill", "index_fill_no_index", "foreach_maximum", "foreach_add_alpha", "foreach_clamp_max"])
+def test_a_scalar_argument_is_checked_against_a_half_tensor_own_dtype(op):
+    # CPU converts these arguments to the tensor's dtype (half's largest value is 65504), not to the float the
+    # kernels compute in.
+    same_error(op, torch.tensor([1.0, -2.0], dtype=torch.float16))
+
+
+@pytest.mark.parametrize("op", [
+    lambda t: torch.empty(0, dtype=torch.uint8, device=t.device).fill_(300),
+    lambda t: torch.empty(3, dtype=torch.bfloat16, device=t.device).fill_(1e39),
+    lambda t: torch._foreach_lerp([t], [t], 1e300), lambda t: torch._foreach_addcmul([t], [t], [t], 1e300),
+    lambda t: t.to(torch.uint8).index_fill(0, torch.tensor([1], device=t.device), 300),
+])
+def test_a_fill_or_weight_that_does_not_fit_is_refused_as_on_cpu(op):
+    same_error(op, torch.tensor([1.0, -2.0]))
+
+
+def test_a_one_element_fill_and_nan_to_num_cast_without_a_check_as_on_cpu():
+    for fn in (lambda d: torch.empty(1, dtype=torch.float16, device=d).fill_(70000.0),
+               lambda d: torch.nan_to_num(torch.tensor([float("nan"), float("inf"), -float("inf")], device=d), 1e300),
+               lambda d: torch._foreach_mul([torch.ones(2, device=d)], 1e300)[0]):
+        assert torch.equal(fn(DEV).cpu(), fn("cpu"))
+
+
+def test_activations_keep_their_accuracy_where_a_naive_form_cancels():
+    # elu once computed exp(x) - 1 (relative error 1.7e-4 at x = -1e-4; CPU uses expm1); tanh stopped one ulp
+    # short of 1 on PoCL, so tanh's and mish's gradients at x = 100 were 1.2e-7 and 1.0000119, and gelu's tanh
+    # form gave -3e-6 at x = -104 instead of -0.
+    x = torch.cat([-torch.logspace(-8, 1, 200), torch.logspace(-8, 1, 200), torch.tensor([-104.0, -20.0, 9.1, 100.0])])
+    for fn in (F.elu, lambda v: F.celu(v, 3.0), F.selu, torch.tanh, F.mish):
+        torch.testing.assert_close(fn(x.to(DEV)).cpu(), fn(x), rtol=1e-5, atol=1e-7)
+    for fn in (torch.tanh, F.mish, lambda v: F.gelu(v, approximate="tanh")):
+        xc, xd = x.clone().requires_grad_(), x.to(DEV).requires_grad_()
+        gc, = torch.autograd.grad(fn(xc).sum(), xc)
+        gd, = torch.autograd.grad(fn(xd).sum(), xd)
+        torch.testing.assert_close(gd.cpu(), gc, rtol=1e-5, atol=1e-6)
+    y = F.gelu(torch.tensor([-104.0, -20.0], device=DEV), approximate="tanh").cpu()
+    assert torch.equal(y, torch.zeros(2)) and bool(torch.signbit(y).all())

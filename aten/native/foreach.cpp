@@ -6,6 +6,7 @@
 // differ between lists, complex scalars) go to ATen's per-tensor slow path,
 // which runs our per-tensor kernels.
 #include <ATen/ATen.h>
+#include <c10/util/overflows.h>
 #include <ATen/ops/_foreach_add_native.h>
 #include <ATen/ops/_foreach_addcdiv_native.h>
 #include <ATen/ops/_foreach_addcmul_native.h>
@@ -93,6 +94,29 @@ bool real(ScalarList list, size_t n) {
   if (list.size() != n) return false;
   for (const auto& s : list)
     if (s.isComplex()) return false;
+  return true;
+}
+
+// Which scalars the fast kernels take. CPU's per-tensor ops cast an operand (add's, mul's: `unchecked`) but
+// check an argument (clamp's bounds, lerp's weight, addcmul's value, alpha: `checked`) against the dtype; one
+// that does not fit takes the slow path, whose per-tensor op raises CPU's error.
+bool fits(const Scalar& s, at::ScalarType type) {
+  if (s.isBoolean()) return true;
+  const double v = s.toDouble();
+  switch (type) {
+    case at::kFloat: return !c10::overflows<float, double>(v);
+    case at::kHalf: return !c10::overflows<c10::Half, double>(v);
+    case at::kBFloat16: return !c10::overflows<c10::BFloat16, double>(v);
+    default: return true;
+  }
+}
+bool unchecked(const Scalar& s, TensorList) { return real(s); }
+bool unchecked(ScalarList list, TensorList self) { return real(list, self.size()); }
+bool checked(const Scalar& s, TensorList self) { return real(s) && fits(s, self[0].scalar_type()); }
+bool checked(ScalarList list, TensorList self) {
+  if (!real(list, self.size())) return false;
+  for (const auto& s : list)
+    if (!fits(s, self[0].scalar_type())) return false;
   return true;
 }
 
@@ -242,21 +266,21 @@ void ternary_(const char* k, TensorList self, TensorList a, TensorList b, const 
 // ---- add, sub, mul, div, clamp_min/clamp_max (maximum/minimum) ----
 
 // Scalar and ScalarList overloads of `op` through kernel `kernel` with alpha `alpha`.
-#define SCALAR_FORMS(op, slow, kernel, alpha)                                                             \
+#define SCALAR_FORMS(op, slow, kernel, alpha, accepts)                                                           \
   std::vector<Tensor> op##_scalar(TensorList self, const Scalar& s) {                                     \
-    if (fast_route({self}) && real(s)) return unary(kernel, self, Scalars::one(s, alpha));                \
+    if (fast_route({self}) && accepts(s, self)) return unary(kernel, self, Scalars::one(s, alpha));                \
     return native::foreach_tensor_##slow##_scalar_kernel_slow(self, s);                                   \
   }                                                                                                       \
   void op##_scalar_(TensorList self, const Scalar& s) {                                                   \
-    if (fast_route({self}) && real(s)) return unary_(kernel, self, Scalars::one(s, alpha));               \
+    if (fast_route({self}) && accepts(s, self)) return unary_(kernel, self, Scalars::one(s, alpha));               \
     native::foreach_tensor_##slow##_scalar_kernel_slow_(self, s);                                         \
   }                                                                                                       \
   std::vector<Tensor> op##_scalarlist(TensorList self, ScalarList s) {                                    \
-    if (fast_route({self}) && real(s, self.size())) return unary(kernel, self, Scalars::list(s, alpha));  \
+    if (fast_route({self}) && accepts(s, self)) return unary(kernel, self, Scalars::list(s, alpha));  \
     return native::foreach_tensor_##slow##_scalarlist_kernel_slow(self, s);                               \
   }                                                                                                       \
   void op##_scalarlist_(TensorList self, ScalarList s) {                                                  \
-    if (fast_route({self}) && real(s, self.size())) return unary_(kernel, self, Scalars::list(s, alpha)); \
+    if (fast_route({self}) && accepts(s, self)) return unary_(kernel, self, Scalars::list(s, alpha)); \
     native::foreach_tensor_##slow##_scalarlist_kernel_slow_(self, s);                                     \
   }
 
@@ -284,12 +308,12 @@ void ternary_(const char* k, TensorList self, TensorList a, TensorList b, const 
     native::foreach_tensor_##op##_tensor_kernel_slow_(self, other);                            \
   }
 
-SCALAR_FORMS(add, add, "foreach_add_scalar", 1.0)
-SCALAR_FORMS(sub, sub, "foreach_add_scalar", -1.0)
-SCALAR_FORMS(mul, mul, "foreach_mul_scalar", 1.0)
-SCALAR_FORMS(div, div, "foreach_div_scalar", 1.0)
-SCALAR_FORMS(clamp_min, clamp_min, "foreach_clamp_min_scalar", 1.0)
-SCALAR_FORMS(clamp_max, clamp_max, "foreach_clamp_max_scalar", 1.0)
+SCALAR_FORMS(add, add, "foreach_add_scalar", 1.0, unchecked)
+SCALAR_FORMS(sub, sub, "foreach_add_scalar", -1.0, unchecked)
+SCALAR_FORMS(mul, mul, "foreach_mul_scalar", 1.0, unchecked)
+SCALAR_FORMS(div, div, "foreach_div_scalar", 1.0, unchecked)
+SCALAR_FORMS(clamp_min, clamp_min, "foreach_clamp_min_scalar", 1.0, checked)
+SCALAR_FORMS(clamp_max, clamp_max, "foreach_clamp_max_scalar", 1.0, checked)
 LIST_FORMS(mul, mul, "foreach_mul_list")
 LIST_FORMS(div, div, "foreach_div_list")
 LIST_FORMS(clamp_min, clamp_min, "foreach_maximum_list")
@@ -299,30 +323,30 @@ TENSOR_FORMS(div, "foreach_div_scalar")
 
 // add/sub List take alpha (sub is add with -alpha, as on CPU); add.Tensor too.
 std::vector<Tensor> add_list(TensorList self, TensorList other, const Scalar& alpha) {
-  if (fast_route({self, other}) && real(alpha)) return binary("foreach_add_list", self, other, {{0.0}, alpha.toDouble(), {}});
+  if (fast_route({self, other}) && checked(alpha, self)) return binary("foreach_add_list", self, other, {{0.0}, alpha.toDouble(), {}});
   return native::foreach_tensor_add_list_kernel_slow(self, other, alpha);
 }
 void add_list_(TensorList self, TensorList other, const Scalar& alpha) {
-  if (fast_route({self, other}) && real(alpha)) return binary_("foreach_add_list", self, other, {{0.0}, alpha.toDouble(), {}});
+  if (fast_route({self, other}) && checked(alpha, self)) return binary_("foreach_add_list", self, other, {{0.0}, alpha.toDouble(), {}});
   native::foreach_tensor_add_list_kernel_slow_(self, other, alpha);
 }
 std::vector<Tensor> sub_list(TensorList self, TensorList other, const Scalar& alpha) {
-  if (fast_route({self, other}) && real(alpha) && !alpha.isBoolean())
+  if (fast_route({self, other}) && checked(alpha, self) && !alpha.isBoolean())
     return binary("foreach_add_list", self, other, {{0.0}, -alpha.toDouble(), {}});
   return native::foreach_tensor_sub_list_kernel_slow(self, other, alpha);
 }
 void sub_list_(TensorList self, TensorList other, const Scalar& alpha) {
-  if (fast_route({self, other}) && real(alpha) && !alpha.isBoolean())
+  if (fast_route({self, other}) && checked(alpha, self) && !alpha.isBoolean())
     return binary_("foreach_add_list", self, other, {{0.0}, -alpha.toDouble(), {}});
   native::foreach_tensor_sub_list_kernel_slow_(self, other, alpha);
 }
 std::vector<Tensor> add_tensor(TensorList self, const Tensor& other, const Scalar& alpha) {
-  if (fast_route({self}) && real(alpha))
+  if (fast_route({self}) && checked(alpha, self))
     if (auto sc = tensor_scalar(other, self[0], alpha.toDouble())) return unary("foreach_add_scalar", self, *sc);
   return native::foreach_tensor_add_tensor_kernel_slow(self, other, alpha);
 }
 void add_tensor_(TensorList self, const Tensor& other, const Scalar& alpha) {
-  if (fast_route({self}) && real(alpha))
+  if (fast_route({self}) && checked(alpha, self))
     if (auto sc = tensor_scalar(other, self[0], alpha.toDouble())) return unary_("foreach_add_scalar", self, *sc);
   native::foreach_tensor_add_tensor_kernel_slow_(self, other, alpha);
 }
@@ -340,20 +364,20 @@ std::optional<Scalars> value_tensor(const Tensor& scalars, size_t n) {
 
 #define POINTWISE_FORMS(op)                                                                                    \
   std::vector<Tensor> op##_scalar(TensorList self, TensorList a, TensorList b, const Scalar& value) {         \
-    if (fast_route({self, a, b}) && real(value)) return ternary("foreach_" #op, self, a, b, Scalars::one(value)); \
+    if (fast_route({self, a, b}) && checked(value, self)) return ternary("foreach_" #op, self, a, b, Scalars::one(value)); \
     return native::foreach_tensor_##op##_scalar_slow(self, a, b, value);                                       \
   }                                                                                                            \
   void op##_scalar_(TensorList self, TensorList a, TensorList b, const Scalar& value) {                       \
-    if (fast_route({self, a, b}) && real(value)) return ternary_("foreach_" #op, self, a, b, Scalars::one(value)); \
+    if (fast_route({self, a, b}) && checked(value, self)) return ternary_("foreach_" #op, self, a, b, Scalars::one(value)); \
     native::foreach_tensor_##op##_scalar_slow_(self, a, b, value);                                             \
   }                                                                                                            \
   std::vector<Tensor> op##_scalarlist(TensorList self, TensorList a, TensorList b, ScalarList s) {            \
-    if (fast_route({self, a, b}) && real(s, self.size()))                                                      \
+    if (fast_route({self, a, b}) && checked(s, self))                                                      \
       return ternary("foreach_" #op, self, a, b, Scalars::list(s));                                            \
     return native::foreach_tensor_##op##_scalarlist_slow(self, a, b, s);                                       \
   }                                                                                                            \
   void op##_scalarlist_(TensorList self, TensorList a, TensorList b, ScalarList s) {                          \
-    if (fast_route({self, a, b}) && real(s, self.size()))                                                      \
+    if (fast_route({self, a, b}) && checked(s, self))                                                      \
       return ternary_("foreach_" #op, self, a, b, Scalars::list(s));                                           \
     native::foreach_tensor_##op##_scalarlist_slow_(self, a, b, s);                                             \
   }                                                                                                            \
@@ -382,19 +406,19 @@ void lerp_list_(TensorList self, TensorList end, TensorList weight) {
   native::foreach_tensor_ternary_lerp_slow_(self, end, weight);
 }
 std::vector<Tensor> lerp_scalar(TensorList self, TensorList end, const Scalar& w) {
-  if (fast_route({self, end}) && real(w)) return binary("foreach_lerp_scalar", self, end, Scalars::one(w));
+  if (fast_route({self, end}) && checked(w, self)) return binary("foreach_lerp_scalar", self, end, Scalars::one(w));
   return native::foreach_tensor_lerp_list_kernel_slow(self, end, w);
 }
 void lerp_scalar_(TensorList self, TensorList end, const Scalar& w) {
-  if (fast_route({self, end}) && real(w)) return binary_("foreach_lerp_scalar", self, end, Scalars::one(w));
+  if (fast_route({self, end}) && checked(w, self)) return binary_("foreach_lerp_scalar", self, end, Scalars::one(w));
   native::foreach_tensor_lerp_list_kernel_slow_(self, end, w);
 }
 std::vector<Tensor> lerp_scalarlist(TensorList self, TensorList end, ScalarList w) {
-  if (fast_route({self, end}) && real(w, self.size())) return binary("foreach_lerp_scalar", self, end, Scalars::list(w));
+  if (fast_route({self, end}) && checked(w, self)) return binary("foreach_lerp_scalar", self, end, Scalars::list(w));
   return native::foreach_tensor_lerp_scalarlist_kernel_slow(self, end, w);
 }
 void lerp_scalarlist_(TensorList self, TensorList end, ScalarList w) {
-  if (fast_route({self, end}) && real(w, self.size()))
+  if (fast_route({self, end}) && checked(w, self))
     return binary_("foreach_lerp_scalar", self, end, Scalars::list(w));
   native::foreach_tensor_lerp_scalarlist_kernel_slow_(self, end, w);
 }

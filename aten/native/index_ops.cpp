@@ -13,6 +13,7 @@
 
 #include <functional>
 
+#include "aten/copy_kernels.h"
 #include "aten/kernel_support/dtype_fallback.h"
 #include "aten/kernel_support/opencl_tensor.h"
 #include "aten/native/index_bounds.h"
@@ -143,12 +144,16 @@ Tensor& index_fill_impl(Tensor& self, int64_t dim, const Tensor& index, const Te
   const Tensor target = at_least_1d(self);
   dim = at::maybe_wrap_dim(dim, target.dim());
   TORCH_CHECK(index.dim() <= 1, "Index has to be a vector/scalar");
+  // CPU converts the value with a check (300 into uint8 is an error, not 44), before looking at the index.
+  const c10::Scalar fill_value = value.item();
+  check_fill_value(fill_value, self.scalar_type());
   if (index.numel() == 0) return self;
   const int64_t size = target.size(dim);
   check_bounds(on_device_of(index, self), -size, size, [&](int64_t bad) {
     TORCH_CHECK_INDEX(false, "index ", bad, " is out of bounds for dimension ", dim, " with size ", size);
   });
-  target.index_put_(along_dim(dim, on_device_of(index, self)), value.to(self.options()), /*accumulate=*/false);
+  const Tensor fill = at::scalar_tensor(fill_value, self.options());
+  target.index_put_(along_dim(dim, on_device_of(index, self)), fill, /*accumulate=*/false);
   return self;
 }
 

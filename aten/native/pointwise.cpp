@@ -210,6 +210,12 @@ void set_index(cl_kernel k, cl_uint& index, int64_t value, bool index64) {
 
 }  // namespace
 
+c10::Scalar stored_scalar(const c10::Scalar& s, c10::ScalarType dtype) {
+  if (dtype == c10::kHalf) (void)s.to<c10::Half>();
+  if (dtype == c10::kBFloat16) (void)s.to<c10::BFloat16>();
+  return s;
+}
+
 void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std::initializer_list<c10::Scalar> scalars,
                    std::optional<c10::ScalarType> compute_opt) {
   TORCH_INTERNAL_ASSERT(iter.noutputs() == 1 && iter.ninputs() <= kMaxInputs && scalars.size() <= 3);

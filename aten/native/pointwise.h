@@ -27,4 +27,9 @@ void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr,
                    std::initializer_list<c10::Scalar> scalars = {},
                    std::optional<c10::ScalarType> compute = std::nullopt);
 
+// A scalar argument that CPU converts to a half or bfloat16 tensor's own dtype (add's alpha, clamp's bounds,
+// threshold's value, masked_fill's value, logit's eps), checked against that dtype as CPU checks it: 70000
+// for a half tensor is an error. (run_pointwise checks every scalar against the type it computes in, float.)
+c10::Scalar stored_scalar(const c10::Scalar& s, c10::ScalarType dtype);
+
 }  // namespace torch_opencl

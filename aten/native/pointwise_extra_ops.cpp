@@ -94,7 +94,8 @@ at::Tensor& masked_fill_impl(at::Tensor& self, const at::Tensor& mask, const c10
   if (value_tensor)
     run_pointwise(iter, {"masked_fill_tensor", "b != (C_T)0 ? c : a", "b != (C_T)0 ? c : a"}, {}, compute);
   else
-    run_pointwise(iter, {"masked_fill", "b != (C_T)0 ? s0 : a", "b != (C_T)0 ? s0 : a"}, {*value}, compute);
+    run_pointwise(iter, {"masked_fill", "b != (C_T)0 ? s0 : a", "b != (C_T)0 ? s0 : a"},
+                  {stored_scalar(*value, self.scalar_type())}, compute);
   return self;
 }
 
@@ -135,9 +136,18 @@ at::Tensor& nan_to_num_out(const at::Tensor& self, std::optional<double> nan, st
     case c10::kBFloat16: max = 3.3895313892515355e38; break;
     default: TORCH_CHECK(false, "nan_to_num is not implemented for ", self.scalar_type(), " on opencl");
   }
+  // CPU casts the replacements to the dtype unchecked (nan=1e300 gives inf in float32).
+  const auto cast = [&](double v) -> double {
+    switch (self.scalar_type()) {
+      case c10::kFloat: return static_cast<float>(v);
+      case c10::kHalf: return static_cast<float>(static_cast<c10::Half>(static_cast<float>(v)));
+      case c10::kBFloat16: return static_cast<float>(static_cast<c10::BFloat16>(static_cast<float>(v)));
+      default: return v;
+    }
+  };
   auto iter = at::TensorIterator::unary_op(out, self);
   run_pointwise(iter, {"nan_to_num", "nan_to_num_of(a, s0, s1, s2)", nullptr},
-                {nan.value_or(0.), posinf.value_or(max), neginf.value_or(-max)});
+                {cast(nan.value_or(0.)), cast(posinf.value_or(max)), cast(neginf.value_or(-max))});
   return out;
 }
 
@@ -211,6 +221,7 @@ at::Tensor rsub(const at::Tensor& self, const at::Tensor& other, const c10::Scal
 // first, NaN passing through, as on CPU.
 void run_logit(at::TensorIteratorBase& iter, std::optional<double> eps) {
   if (eps && *eps >= 0) {
+    stored_scalar(*eps, iter.common_dtype());
     run_pointwise(iter,
                   {"logit_eps",
                    "log((a < s0 ? s0 : (a > s1 ? s1 : a)) / ((C_T)1 - (a < s0 ? s0 : (a > s1 ? s1 : a))))", nullptr},

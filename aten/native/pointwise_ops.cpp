@@ -73,6 +73,8 @@ void run_pow_scalar(at::TensorIteratorBase& op, const c10::Scalar& exponent) {
 
 void run_clamp(at::TensorIteratorBase& op, const std::optional<c10::Scalar>& min,
                const std::optional<c10::Scalar>& max) {
+  if (min) stored_scalar(*min, op.common_dtype());
+  if (max) stored_scalar(*max, op.common_dtype());
   if (min && max) {
     run_pointwise(op, {"clamp", "isnan(a) ? a : fmin(fmax(a, s0), s1)", "min(max(a, s0), s1)"}, {*min, *max});
   } else if (min) {

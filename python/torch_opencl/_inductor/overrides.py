@@ -208,6 +208,11 @@ class OpenCLOverrides(OpOverrides):
         return f"erf({x})" if _is_double(x) else f"erf_of({x})"
 
     @staticmethod
+    def tanh(x):
+        # tanh_of reaches +-1 as CPU's float tanh does (kernels_cl/pointwise_functions.cl).
+        return f"tanh({x})" if _is_double(x) else f"tanh_of({x})"
+
+    @staticmethod
     def erfinv(x):
         return f"tocl_erfinv_double({x})" if _is_double(x) else f"erfinv_of({x})"
 
@@ -321,7 +326,7 @@ class OpenCLOverrides(OpOverrides):
 
 for _name in (
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "asin",
-    "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erfc", "lgamma", "floor",
+    "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erfc", "lgamma", "floor",
     "ceil", "trunc", "cbrt",
 ):  # fmt: skip
     setattr(OpenCLOverrides, _name, _unary(_name))
