@@ -12,10 +12,21 @@
 #undef C_IS_FLOAT
 
 #ifdef TOCL_FP64
-// Double erfinv: the float estimate refined by two Newton steps on the library's double erf.
+// Double erfinv: the float estimate refined by Newton steps on the library's double erf, or where |y| > 0.5
+// on log(erfc(|x|)) = log(1 - |y|) (as erfinv_of does in double: erf(x) - y is all cancellation near +-1).
 inline double tocl_erfinv_double(double y) {
-  double x = (double)erfinv_of((float)y);
-  if (isinf(x) || isnan(x)) return x;
+  if (fabs(y) >= 1.0 || isnan(y)) return fabs(y) == 1.0 ? copysign((double)INFINITY, y) : (double)NAN;
+  const float start = fabs(y) < 1.0 - 6e-8 ? erfinv_of((float)y) : copysign(3.8f, (float)y);
+  double x = (double)start;
+  if (fabs(y) > 0.5) {
+    const double log_t = log(1.0 - fabs(y));
+    double z = fabs(x);
+    for (int k = 0; k < 6; ++k) {
+      const double e = erfc(z);
+      z += (log(e) - log_t) * e / (M_2_SQRTPI * exp(-z * z));
+    }
+    return copysign(z, y);
+  }
   for (int k = 0; k < 2; ++k) x -= (erf(x) - y) / (M_2_SQRTPI * exp(-x * x));
   return x;
 }

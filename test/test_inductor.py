@@ -77,18 +77,21 @@ def test_pointwise_broadcast_views_forms():
 def test_half_bfloat16_double_forms():
     """float16 and bfloat16 are loaded to float, computed in float and rounded when stored (Inductor's
     semantics; eager rounds after each op, which exp() amplifies in bfloat16, so the reference computes
-    in float32 too); float64 is computed in double."""
+    in float32 too); float64 is computed in double (erfinv too, near +-1 where a Newton step on erf loses
+    everything to cancellation)."""
 
-    def fn(h, b, d):
-        return (h * 2 + 1).relu(), h.sum(1), (b * 3 - 1).exp(), b.amax(0), d.sqrt() * 2, d.var(1)
+    def fn(h, b, d, tails):
+        return (h * 2 + 1).relu(), h.sum(1), (b * 3 - 1).exp(), b.amax(0), d.sqrt() * 2, d.var(1), tails.erfinv()
 
     torch.manual_seed(0)
     h, b = torch.randn(6, 40).half(), torch.randn(6, 40).bfloat16()
     d = torch.rand(6, 40, dtype=torch.float64)
-    want = list(fn(h, b, d))
+    tails = 1 - torch.logspace(-16, -1, 40, dtype=torch.float64)
+    tails = torch.cat([tails, -tails, torch.tensor([1.0, 0.3], dtype=torch.float64)])
+    want = list(fn(h, b, d, tails))
     want[2] = (b.float() * 3 - 1).exp().bfloat16()
     with native_only():
-        got = torch.compile(fn)(h.to(DEV), b.to(DEV), d.to(DEV))
+        got = torch.compile(fn)(h.to(DEV), b.to(DEV), d.to(DEV), tails.to(DEV))
     for g, w in zip(got, want):
         assert g.dtype == w.dtype
         tol = {torch.float16: 1e-3, torch.bfloat16: 2e-2, torch.float64: 1e-12}[w.dtype]
