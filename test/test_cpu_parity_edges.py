@@ -517,3 +517,17 @@ def test_double_erfinv_keeps_its_accuracy_near_plus_and_minus_one():
 def test_hardsigmoid_propagates_nan_as_on_cpu():
     x = torch.tensor([float("nan"), -4.0, 0.0, 4.0])
     torch.testing.assert_close(F.hardsigmoid(x.to(DEV)).cpu(), F.hardsigmoid(x), equal_nan=True)
+
+
+def test_autograd_zero_gradients_are_efficient_zero_tensors_on_the_device():
+    # sgn's gradient for a real input is an _efficientzerotensor; through the CPU fallback it was a null host
+    # pointer copied to the device (an OpenCL error).
+    x = torch.tensor([1.0, -2.0, 0.0], device=DEV, requires_grad=True)
+    g, = torch.autograd.grad(torch.sgn(x).sum(), x)
+    assert g.device.type == DEV and g._is_zerotensor()
+    assert torch.equal(g.cpu(), torch.zeros(3)) and torch.equal((g + 1).cpu(), torch.ones(3))
+    (torch.sgn(x) * 3 + x).sum().backward()
+    assert torch.equal(x.grad.cpu(), torch.ones(3))
+    z = torch._efficientzerotensor((2, 3), device=DEV)
+    assert torch.equal(torch.mm(z, torch.ones(3, 2, device=DEV)).cpu(), torch.zeros(2, 2))
+    assert torch.opencl.fallback_stats().get("aten::_efficientzerotensor", 0) == 0
