@@ -2,7 +2,8 @@
 // (aten/native/pointwise.cpp) prepends: the prelude and pointwise_functions.cl, and
 //   C_T, CONV_C(x)           the compute type and the conversion into it
 //   OUT_T, STORE_OUT         the output operand (operand_defines in cl_types.cpp)
-//   IN<k>_T, LOAD_IN<k>      inputs 0..NIN-1; IN<k>_SCALAR when input k is a host scalar
+//   IN<k>_T, LOAD_IN<k>      inputs 0..NIN-1; IN<k>_SCALAR when input k is a host scalar; IN<k>_ROUND
+//                            rounds an input of another dtype to a half or bfloat16 common dtype
 //   IDX_T, SIDX_T            uint/int, or ulong/long where sizes need 64 bits, and
 //                            tiled_index.cl (NOPS 4: out, in0..in2), the strided index scheme
 //   NSCALAR                  scalar arguments s0.. (C_T)
@@ -16,7 +17,7 @@
 #define IN0_AT(i) in0_value
 #else
 #define IN0_PARAM , __global const IN0_T* in0, ulong in0_offset
-#define IN0_AT(i) CONV_C(LOAD_IN0(in0, in0_offset + (i)))
+#define IN0_AT(i) IN0_ROUND(CONV_C(LOAD_IN0(in0, in0_offset + (i))))
 #endif
 #else
 #define IN0_PARAM
@@ -28,7 +29,7 @@
 #define IN1_AT(i) in1_value
 #else
 #define IN1_PARAM , __global const IN1_T* in1, ulong in1_offset
-#define IN1_AT(i) CONV_C(LOAD_IN1(in1, in1_offset + (i)))
+#define IN1_AT(i) IN1_ROUND(CONV_C(LOAD_IN1(in1, in1_offset + (i))))
 #endif
 #else
 #define IN1_PARAM
@@ -40,7 +41,7 @@
 #define IN2_AT(i) in2_value
 #else
 #define IN2_PARAM , __global const IN2_T* in2, ulong in2_offset
-#define IN2_AT(i) CONV_C(LOAD_IN2(in2, in2_offset + (i)))
+#define IN2_AT(i) IN2_ROUND(CONV_C(LOAD_IN2(in2, in2_offset + (i))))
 #endif
 #else
 #define IN2_PARAM

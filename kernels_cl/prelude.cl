@@ -11,3 +11,14 @@ inline ushort float_to_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);                            // round to nearest even
   return (ushort)(u >> 16);
 }
+inline float round_to_bf16(float f) { return bf16_to_float(float_to_bf16(f)); }
+// f rounded to the nearest half (ties to even), as a float: beyond 65504 (from 65520) inf; below 2^-14 to a
+// multiple of 2^-24 (half's subnormals). Without cl_khr_fp16 no half value can live in a variable.
+inline float round_to_half(float f) {
+  const float a = fabs(f);
+  if (!(a < 65520.0f)) return isnan(f) ? f : copysign(INFINITY, f);
+  if (a < 6.103515625e-05f) return rint(f * 16777216.0f) * 5.9604644775390625e-08f;
+  uint u = as_uint(f);
+  u += 0xfffu + ((u >> 13) & 1u);  // round the 23-bit mantissa to 10 bits, to nearest even
+  return as_float(u & ~0x1fffu);
+}

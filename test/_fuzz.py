@@ -362,6 +362,18 @@ for _name, _f in {
     _unary(_name, _f)
 
 
+def _div(x, y, mode):
+    """CPU's vectorised bfloat16 trunc division rounds the quotient to bfloat16 before truncating (3.078125 /
+    0.6171875 gives 5 from four elements up, 4 for one); the device truncates the float quotient, as CPU's scalar
+    loop does. The CPU reference computes that in float."""
+    out = torch.div(x, y, rounding_mode=mode)
+    tensors = [t for t in (x, y) if isinstance(t, torch.Tensor)]
+    if mode == "trunc" and out.dtype == torch.bfloat16 and all(t.device.type == "cpu" for t in tensors):
+        f = [t.float() if isinstance(t, torch.Tensor) else t for t in (x, y)]
+        out = torch.div(f[0], f[1], rounding_mode=mode).to(out.dtype)
+    return out
+
+
 def _operands(x, a):
     """The two operands: two tensors, or one tensor and a Python number or 0-d CPU tensor (args "scalar",
     "scalar_form", "scalar_left"), which TensorIterator casts to the common dtype without a check."""
@@ -377,7 +389,7 @@ def _binary(name, f):
 
 for _name, _f in {
     "add": lambda x, y, a: torch.add(x, y, alpha=a.get("alpha", 1)), "sub": lambda x, y, a: torch.sub(x, y),
-    "mul": lambda x, y, a: x * y, "div": lambda x, y, a: torch.div(x, y, rounding_mode=a.get("rounding_mode")),
+    "mul": lambda x, y, a: x * y, "div": lambda x, y, a: _div(x, y, a.get("rounding_mode")),
     "remainder": lambda x, y, a: torch.remainder(x, y), "fmod": lambda x, y, a: torch.fmod(x, y),
     "floor_divide": lambda x, y, a: torch.floor_divide(x, y), "pow": lambda x, y, a: torch.pow(x, y),
     "maximum": lambda x, y, a: torch.maximum(x, y), "minimum": lambda x, y, a: torch.minimum(x, y),

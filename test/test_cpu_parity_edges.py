@@ -531,3 +531,18 @@ def test_autograd_zero_gradients_are_efficient_zero_tensors_on_the_device():
     z = torch._efficientzerotensor((2, 3), device=DEV)
     assert torch.equal(torch.mm(z, torch.ones(3, 2, device=DEV)).cpu(), torch.zeros(2, 2))
     assert torch.opencl.fallback_stats().get("aten::_efficientzerotensor", 0) == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_an_input_of_another_dtype_is_rounded_to_a_half_common_dtype_first(dtype):
+    # CPU converts every input to the common dtype before computing in float: int64 70000 into half is inf
+    # (so 70000 // 2.0 is nan there, not 35008), 2049 is 2048; a 0-d float32 tensor rounds likewise.
+    ints = torch.tensor([70000, -70000, 2049, 2051, 3, 1 << 20])
+    values = torch.tensor([2.0, 3.0, 0.5, 1.0, 0.25, 1.5], dtype=dtype)
+    for fn in (torch.mul, torch.add, torch.sub, torch.div, torch.floor_divide, torch.maximum, torch.eq, torch.lt):
+        torch.testing.assert_close(fn(ints.to(DEV), values.to(DEV)).cpu(), fn(ints, values), rtol=0, atol=0,
+                                   equal_nan=True)
+    for v in (65519.0, 65520.0, 2050.99, 1e-7, 3.0e-8, 3.3e38, float("nan")):
+        zero_d = torch.tensor(v)
+        torch.testing.assert_close(torch.mul(zero_d.to(DEV), values.to(DEV)).cpu(), torch.mul(zero_d, values),
+                                   rtol=0, atol=0, equal_nan=True)

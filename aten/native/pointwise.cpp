@@ -54,7 +54,8 @@ struct ProgramEntry {
 size_t text_hash(const char* s) { return s ? std::hash<std::string_view>()(s) : 0; }
 
 Signature make_signature(int device, const at::TensorIteratorBase& iter, const PointwiseExpr& expr,
-                         c10::ScalarType compute, const std::array<bool, kMaxInputs>& scalar_inputs, int nscalars, bool index64) {
+                         c10::ScalarType compute, const std::array<bool, kMaxInputs>& scalar_inputs, int nscalars,
+                         bool index64, uint32_t rounding) {
   const int nin = iter.ninputs();
   Signature sig{};
   sig.expr_hash = text_hash(expr.name) ^ (text_hash(expr.float_expr) * 3) ^ (text_hash(expr.int_expr) * 7);
@@ -64,11 +65,13 @@ Signature make_signature(int device, const at::TensorIteratorBase& iter, const P
               (static_cast<uint32_t>(nin) << 12);
   for (int k = 0; k < nin; ++k)
     if (scalar_inputs[k]) sig.flags |= 1u << (16 + k);
+  sig.flags |= rounding << 20;
   return sig;
 }
 
 std::string make_source(const at::TensorIteratorBase& iter, const PointwiseExpr& expr, c10::ScalarType compute,
-                        const std::array<bool, kMaxInputs>& scalar_inputs, int nscalars, bool index64) {
+                        const std::array<bool, kMaxInputs>& scalar_inputs, int nscalars, bool index64,
+                        uint32_t rounding) {
   const int nin = iter.ninputs();
   const bool floating = is_floating(compute);
   const char* body = floating ? expr.float_expr : expr.int_expr;
@@ -86,6 +89,9 @@ std::string make_source(const at::TensorIteratorBase& iter, const PointwiseExpr&
     const std::string name = "IN" + std::to_string(k);
     s += operand_defines(name, iter.dtype(k + 1));
     s += "#define " + name + "_SCALAR " + (scalar_inputs[k] ? "1" : "0") + "\n";
+    const uint32_t round = (rounding >> (2 * k)) & 3u;
+    s += "#define " + name + "_ROUND(v) " + (round == 1 ? "round_to_half(v)" : round == 2 ? "round_to_bf16(v)" : "(v)") +
+         "\n";
   }
   s += "#define NIN " + std::to_string(nin) + "\n";
   s += "#define NSCALAR " + std::to_string(nscalars) + "\n";
@@ -98,10 +104,11 @@ std::string make_source(const at::TensorIteratorBase& iter, const PointwiseExpr&
 }
 
 cl_program program_for(int device, const at::TensorIteratorBase& iter, const PointwiseExpr& expr,
-                       c10::ScalarType compute, const std::array<bool, kMaxInputs>& scalar_inputs, int nscalars, bool index64) {
+                       c10::ScalarType compute, const std::array<bool, kMaxInputs>& scalar_inputs, int nscalars,
+                       bool index64, uint32_t rounding) {
   static std::mutex mutex;
   static std::unordered_multimap<Signature, ProgramEntry, SignatureHash> programs;
-  const auto sig = make_signature(device, iter, expr, compute, scalar_inputs, nscalars, index64);
+  const auto sig = make_signature(device, iter, expr, compute, scalar_inputs, nscalars, index64, rounding);
   auto find = [&]() -> cl_program {
     auto range = programs.equal_range(sig);
     for (auto it = range.first; it != range.second; ++it) {
@@ -114,7 +121,7 @@ cl_program program_for(int device, const at::TensorIteratorBase& iter, const Poi
     if (cl_program p = find()) return p;
   }
   cl_program program =
-      tocl::get_program(device, make_source(iter, expr, compute, scalar_inputs, nscalars, index64));
+      tocl::get_program(device, make_source(iter, expr, compute, scalar_inputs, nscalars, index64, rounding));
   std::lock_guard<std::mutex> lock(mutex);
   if (!find()) 
     programs.emplace(sig, ProgramEntry{expr.name, expr.float_expr ? expr.float_expr : "",
@@ -250,8 +257,14 @@ void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std:
   // 32-bit index math unless the element count (contiguous) or an operand's extent (strided) needs 64.
   const bool index64 = contiguous ? force_index64() || !iter.can_use_32bit_indexing() : launch.index64;
 
+  // As CPU's TensorIterator, an input of another dtype is converted to a half or bfloat16 common dtype before
+  // the float computation: rounded (an int64 70000 is inf, 2049 is 2048). Two bits per input: 1 half, 2 bfloat16.
+  uint32_t rounding = 0;
+  if (common == c10::kHalf || common == c10::kBFloat16)
+    for (int k = 0; k < nin; ++k)
+      if (!scalar_inputs[k] && iter.dtype(k + 1) != common) rounding |= (common == c10::kHalf ? 1u : 2u) << (2 * k);
   cl_program program = program_for(device, iter, expr, compute, scalar_inputs, static_cast<int>(scalars.size()),
-                                   index64);
+                                   index64, rounding);
   cl_kernel k = contiguous ? tocl::get_kernel(program, "pointwise_contiguous")
                            : tocl::get_kernel(program, launch.nd ? "pointwise_strided_nd" : "pointwise_strided");
   cl_uint index = 0;
