@@ -546,3 +546,9 @@ def test_an_input_of_another_dtype_is_rounded_to_a_half_common_dtype_first(dtype
         zero_d = torch.tensor(v)
         torch.testing.assert_close(torch.mul(zero_d.to(DEV), values.to(DEV)).cpu(), torch.mul(zero_d, values),
                                    rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("shape,shifts,dims", [((0, 0), 0, 2), ((0, 3), 1, 5), ((0,), (1, 2), (3, -7))])
+def test_roll_of_an_empty_tensor_ignores_its_dims_as_on_cpu(shape, shifts, dims):
+    got = torch.zeros(shape, device=DEV).roll(shifts, dims)
+    assert got.device.type == DEV and got.shape == torch.zeros(shape).roll(shifts, dims).shape

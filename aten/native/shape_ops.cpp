@@ -124,6 +124,8 @@ Tensor roll_gather(const Tensor& self, at::IntArrayRef shifts, at::IntArrayRef d
   }
   TORCH_CHECK(shifts.size() == dims.size(), "shifts and dimensions must align. shifts: ", shifts.size(),
               ", dims:", dims.size());
+  // CPU and CUDA return an empty tensor's copy before looking at dims (roll(empty, 1, 5) is no error).
+  if (self.numel() == 0) return self.clone(at::MemoryFormat::Preserve);
   std::vector<int64_t> total(self.dim(), 0);
   for (size_t k = 0; k < dims.size(); ++k) {
     const int64_t d = at::maybe_wrap_dim(dims[k], self.dim());
