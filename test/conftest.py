@@ -32,3 +32,13 @@ def pytest_sessionstart(session):
     if have < need:
         pytest.exit(f"torch-opencl tests: {need} OpenCL device(s) required (CI=true or TORCH_OPENCL_TEST_DEVICES), "
                     f"{have} found{why}; `python -m torch_opencl` shows what the machine has.", returncode=1)
+
+
+@pytest.fixture(scope="module")
+def silent_fallback():
+    """The CPU fallback without its per-operator warnings, for a module that uses it on purpose
+    (`pytestmark = pytest.mark.usefixtures("silent_fallback")`); the previous mode comes back after."""
+    previous = torch.opencl.fallback_mode()
+    torch.opencl.set_fallback_mode("silent")
+    yield
+    torch.opencl.set_fallback_mode(previous)

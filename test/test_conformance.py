@@ -28,12 +28,7 @@ OPS = H.all_ops()
 XFAIL = H.read_xfail()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def silent_fallback():
-    previous = torch.opencl.fallback_mode()
-    torch.opencl.set_fallback_mode("silent")
-    yield
-    torch.opencl.set_fallback_mode(previous)
+pytestmark = pytest.mark.usefixtures("silent_fallback")
 
 
 @pytest.mark.parametrize("name", CI_OPS)

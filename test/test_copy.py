@@ -63,12 +63,7 @@ def _pair_id(pair):
     return f"{_name(pair[0])}-{_name(pair[1])}"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def silent_fallback():
-    previous = torch.opencl.fallback_mode()
-    torch.opencl.set_fallback_mode("silent")
-    yield
-    torch.opencl.set_fallback_mode(previous)
+pytestmark = pytest.mark.usefixtures("silent_fallback")
 
 
 # --- values and comparison -------------------------------------------------------------------

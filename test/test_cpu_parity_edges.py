@@ -16,12 +16,7 @@ DEV = "opencl"
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-@pytest.fixture(autouse=True, scope="module")
-def silent_fallback():
-    previous = torch.opencl.fallback_mode()
-    torch.opencl.set_fallback_mode("silent")
-    yield
-    torch.opencl.set_fallback_mode(previous)
+pytestmark = pytest.mark.usefixtures("silent_fallback")
 
 
 def first_line(error):

@@ -27,12 +27,7 @@ EXAMPLES = int(os.environ.get("TORCH_OPENCL_FUZZ_EXAMPLES", "0"))
 SEED = os.environ.get("TORCH_OPENCL_FUZZ_SEED")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def silent_fallback():
-    previous = torch.opencl.fallback_mode()
-    torch.opencl.set_fallback_mode("silent")
-    yield
-    torch.opencl.set_fallback_mode(previous)
+pytestmark = pytest.mark.usefixtures("silent_fallback")
 
 
 def test_every_family_has_a_budget():

@@ -36,12 +36,7 @@ CASES = [(info, dtype) for info in unary_ufuncs for dtype in (torch.float32, tor
          and takes_one_tensor(info, dtype)]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def silent_fallback():
-    previous = torch.opencl.fallback_mode()
-    torch.opencl.set_fallback_mode("silent")
-    yield
-    torch.opencl.set_fallback_mode(previous)
+pytestmark = pytest.mark.usefixtures("silent_fallback")
 
 
 @pytest.mark.parametrize("info,dtype", CASES, ids=[f"{i.name}-{str(d)[6:]}" for i, d in CASES])
