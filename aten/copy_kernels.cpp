@@ -1,7 +1,6 @@
 #include "aten/copy_kernels.h"
 
 #include <ATen/ATen.h>
-#include <ATen/Dispatch_v2.h>
 #include <ATen/TensorIterator.h>
 
 #include <map>
@@ -78,18 +77,13 @@ bool device_copy(const at::Tensor& dst, const at::Tensor& src) {
   return true;
 }
 
-void check_fill_value(const c10::Scalar& value, c10::ScalarType type) {
-  AT_DISPATCH_V2(type, "fill_", AT_WRAP([&] { (void)value.to<scalar_t>(); }), AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX),
-                 at::kHalf, at::kBFloat16, at::kBool);
-}
-
 bool device_fill(const at::Tensor& dst, const c10::Scalar& value) {
   const int device = device_index(dst);
   const auto type = dst.scalar_type();
   if (!device_supports(type, device)) return false;
   // CPU's fill_ converts the value with a check (300 into uint8 or 70000 into half is an error), even for
   // an empty tensor; only its one-element fast path casts half and bfloat16 unchecked.
-  if (dst.numel() != 1) check_fill_value(value, type);
+  if (dst.numel() != 1) check_scalar_fits(value, type);
   if (dst.numel() == 0) return true;
   const int stream = tocl::current_stream(device);
   // The value's bytes as the dtype stores them (CPU does the conversion, with its rules).

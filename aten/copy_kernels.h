@@ -9,10 +9,6 @@ namespace torch_opencl {
 // Returns false if the geometry or dtypes need the host path instead.
 bool device_copy(const at::Tensor& dst, const at::Tensor& src);
 
-// CPU's check that a fill value fits the dtype (300 into uint8, 70000 into half: "value cannot be converted
-// to type ... without overflow"), as fill_ and index_fill_ make it.
-void check_fill_value(const c10::Scalar& value, c10::ScalarType type);
-
 // Every element of dst (any strides) set to value. Returns false if dst's dtype needs the host path.
 bool device_fill(const at::Tensor& dst, const c10::Scalar& value);
 

@@ -1,6 +1,9 @@
 #include "aten/kernel_support/cl_types.h"
 
+#include <ATen/Dispatch_v2.h>
+#include <c10/util/BFloat16.h>
 #include <c10/util/Exception.h>
+#include <c10/util/Half.h>
 
 #include "aten/kernel_support/dtype_fallback.h"
 #include "runtime/device.h"
@@ -9,6 +12,20 @@
 namespace torch_opencl {
 
 using c10::ScalarType;
+
+void check_scalar_fits(const c10::Scalar& value, ScalarType type) {
+  AT_DISPATCH_V2(type, "check_scalar_fits", AT_WRAP([&] { (void)value.to<scalar_t>(); }),
+                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16, at::kBool);
+}
+
+double cast_to_dtype(double v, ScalarType type) {
+  switch (type) {
+    case ScalarType::Float: return static_cast<float>(v);  // IEEE: out of range is +-inf (implementation-defined)
+    case ScalarType::Half: return static_cast<float>(static_cast<c10::Half>(static_cast<float>(v)));
+    case ScalarType::BFloat16: return static_cast<float>(static_cast<c10::BFloat16>(static_cast<float>(v)));
+    default: return v;
+  }
+}
 
 bool device_supports(ScalarType type, int device) {
   switch (type) {

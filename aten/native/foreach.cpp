@@ -266,22 +266,22 @@ void ternary_(const char* k, TensorList self, TensorList a, TensorList b, const 
 // ---- add, sub, mul, div, clamp_min/clamp_max (maximum/minimum) ----
 
 // Scalar and ScalarList overloads of `op` through kernel `kernel` with alpha `alpha`.
-#define SCALAR_FORMS(op, slow, kernel, alpha, accepts)                                                           \
-  std::vector<Tensor> op##_scalar(TensorList self, const Scalar& s) {                                     \
-    if (fast_route({self}) && accepts(s, self)) return unary(kernel, self, Scalars::one(s, alpha));                \
-    return native::foreach_tensor_##slow##_scalar_kernel_slow(self, s);                                   \
-  }                                                                                                       \
-  void op##_scalar_(TensorList self, const Scalar& s) {                                                   \
-    if (fast_route({self}) && accepts(s, self)) return unary_(kernel, self, Scalars::one(s, alpha));               \
-    native::foreach_tensor_##slow##_scalar_kernel_slow_(self, s);                                         \
-  }                                                                                                       \
-  std::vector<Tensor> op##_scalarlist(TensorList self, ScalarList s) {                                    \
+#define SCALAR_FORMS(op, slow, kernel, alpha, accepts)                                                \
+  std::vector<Tensor> op##_scalar(TensorList self, const Scalar& s) {                                 \
+    if (fast_route({self}) && accepts(s, self)) return unary(kernel, self, Scalars::one(s, alpha));   \
+    return native::foreach_tensor_##slow##_scalar_kernel_slow(self, s);                               \
+  }                                                                                                   \
+  void op##_scalar_(TensorList self, const Scalar& s) {                                               \
+    if (fast_route({self}) && accepts(s, self)) return unary_(kernel, self, Scalars::one(s, alpha));  \
+    native::foreach_tensor_##slow##_scalar_kernel_slow_(self, s);                                     \
+  }                                                                                                   \
+  std::vector<Tensor> op##_scalarlist(TensorList self, ScalarList s) {                                \
     if (fast_route({self}) && accepts(s, self)) return unary(kernel, self, Scalars::list(s, alpha));  \
-    return native::foreach_tensor_##slow##_scalarlist_kernel_slow(self, s);                               \
-  }                                                                                                       \
-  void op##_scalarlist_(TensorList self, ScalarList s) {                                                  \
+    return native::foreach_tensor_##slow##_scalarlist_kernel_slow(self, s);                           \
+  }                                                                                                   \
+  void op##_scalarlist_(TensorList self, ScalarList s) {                                              \
     if (fast_route({self}) && accepts(s, self)) return unary_(kernel, self, Scalars::list(s, alpha)); \
-    native::foreach_tensor_##slow##_scalarlist_kernel_slow_(self, s);                                     \
+    native::foreach_tensor_##slow##_scalarlist_kernel_slow_(self, s);                                 \
   }
 
 // List overloads without alpha.
@@ -323,11 +323,13 @@ TENSOR_FORMS(div, "foreach_div_scalar")
 
 // add/sub List take alpha (sub is add with -alpha, as on CPU); add.Tensor too.
 std::vector<Tensor> add_list(TensorList self, TensorList other, const Scalar& alpha) {
-  if (fast_route({self, other}) && checked(alpha, self)) return binary("foreach_add_list", self, other, {{0.0}, alpha.toDouble(), {}});
+  if (fast_route({self, other}) && checked(alpha, self))
+    return binary("foreach_add_list", self, other, {{0.0}, alpha.toDouble(), {}});
   return native::foreach_tensor_add_list_kernel_slow(self, other, alpha);
 }
 void add_list_(TensorList self, TensorList other, const Scalar& alpha) {
-  if (fast_route({self, other}) && checked(alpha, self)) return binary_("foreach_add_list", self, other, {{0.0}, alpha.toDouble(), {}});
+  if (fast_route({self, other}) && checked(alpha, self))
+    return binary_("foreach_add_list", self, other, {{0.0}, alpha.toDouble(), {}});
   native::foreach_tensor_add_list_kernel_slow_(self, other, alpha);
 }
 std::vector<Tensor> sub_list(TensorList self, TensorList other, const Scalar& alpha) {
@@ -362,34 +364,36 @@ std::optional<Scalars> value_tensor(const Tensor& scalars, size_t n) {
   return Scalars{std::vector<double>(p, p + n), 1, {}};
 }
 
-#define POINTWISE_FORMS(op)                                                                                    \
-  std::vector<Tensor> op##_scalar(TensorList self, TensorList a, TensorList b, const Scalar& value) {         \
-    if (fast_route({self, a, b}) && checked(value, self)) return ternary("foreach_" #op, self, a, b, Scalars::one(value)); \
-    return native::foreach_tensor_##op##_scalar_slow(self, a, b, value);                                       \
-  }                                                                                                            \
-  void op##_scalar_(TensorList self, TensorList a, TensorList b, const Scalar& value) {                       \
-    if (fast_route({self, a, b}) && checked(value, self)) return ternary_("foreach_" #op, self, a, b, Scalars::one(value)); \
-    native::foreach_tensor_##op##_scalar_slow_(self, a, b, value);                                             \
-  }                                                                                                            \
-  std::vector<Tensor> op##_scalarlist(TensorList self, TensorList a, TensorList b, ScalarList s) {            \
-    if (fast_route({self, a, b}) && checked(s, self))                                                      \
-      return ternary("foreach_" #op, self, a, b, Scalars::list(s));                                            \
-    return native::foreach_tensor_##op##_scalarlist_slow(self, a, b, s);                                       \
-  }                                                                                                            \
-  void op##_scalarlist_(TensorList self, TensorList a, TensorList b, ScalarList s) {                          \
-    if (fast_route({self, a, b}) && checked(s, self))                                                      \
-      return ternary_("foreach_" #op, self, a, b, Scalars::list(s));                                           \
-    native::foreach_tensor_##op##_scalarlist_slow_(self, a, b, s);                                             \
-  }                                                                                                            \
-  std::vector<Tensor> op##_tensor(TensorList self, TensorList a, TensorList b, const Tensor& s) {             \
-    if (fast_route({self, a, b}))                                                                              \
-      if (auto sc = value_tensor(s, self.size())) return ternary("foreach_" #op, self, a, b, *sc);             \
-    return native::foreach_tensor_##op##_tensor_slow(self, a, b, s);                                           \
-  }                                                                                                            \
-  void op##_tensor_(TensorList self, TensorList a, TensorList b, const Tensor& s) {                           \
-    if (fast_route({self, a, b}))                                                                              \
-      if (auto sc = value_tensor(s, self.size())) return ternary_("foreach_" #op, self, a, b, *sc);            \
-    native::foreach_tensor_##op##_tensor_slow_(self, a, b, s);                                                 \
+#define POINTWISE_FORMS(op)                                                                           \
+  std::vector<Tensor> op##_scalar(TensorList self, TensorList a, TensorList b, const Scalar& value) { \
+    if (fast_route({self, a, b}) && checked(value, self))                                             \
+      return ternary("foreach_" #op, self, a, b, Scalars::one(value));                                \
+    return native::foreach_tensor_##op##_scalar_slow(self, a, b, value);                              \
+  }                                                                                                   \
+  void op##_scalar_(TensorList self, TensorList a, TensorList b, const Scalar& value) {               \
+    if (fast_route({self, a, b}) && checked(value, self))                                             \
+      return ternary_("foreach_" #op, self, a, b, Scalars::one(value));                               \
+    native::foreach_tensor_##op##_scalar_slow_(self, a, b, value);                                    \
+  }                                                                                                   \
+  std::vector<Tensor> op##_scalarlist(TensorList self, TensorList a, TensorList b, ScalarList s) {    \
+    if (fast_route({self, a, b}) && checked(s, self))                                                 \
+      return ternary("foreach_" #op, self, a, b, Scalars::list(s));                                   \
+    return native::foreach_tensor_##op##_scalarlist_slow(self, a, b, s);                              \
+  }                                                                                                   \
+  void op##_scalarlist_(TensorList self, TensorList a, TensorList b, ScalarList s) {                  \
+    if (fast_route({self, a, b}) && checked(s, self))                                                 \
+      return ternary_("foreach_" #op, self, a, b, Scalars::list(s));                                  \
+    native::foreach_tensor_##op##_scalarlist_slow_(self, a, b, s);                                    \
+  }                                                                                                   \
+  std::vector<Tensor> op##_tensor(TensorList self, TensorList a, TensorList b, const Tensor& s) {     \
+    if (fast_route({self, a, b}))                                                                     \
+      if (auto sc = value_tensor(s, self.size())) return ternary("foreach_" #op, self, a, b, *sc);    \
+    return native::foreach_tensor_##op##_tensor_slow(self, a, b, s);                                  \
+  }                                                                                                   \
+  void op##_tensor_(TensorList self, TensorList a, TensorList b, const Tensor& s) {                   \
+    if (fast_route({self, a, b}))                                                                     \
+      if (auto sc = value_tensor(s, self.size())) return ternary_("foreach_" #op, self, a, b, *sc);   \
+    native::foreach_tensor_##op##_tensor_slow_(self, a, b, s);                                        \
   }
 
 POINTWISE_FORMS(addcmul)

@@ -13,7 +13,7 @@
 
 #include <functional>
 
-#include "aten/copy_kernels.h"
+#include "aten/kernel_support/cl_types.h"
 #include "aten/kernel_support/dtype_fallback.h"
 #include "aten/kernel_support/opencl_tensor.h"
 #include "aten/native/index_bounds.h"
@@ -146,7 +146,7 @@ Tensor& index_fill_impl(Tensor& self, int64_t dim, const Tensor& index, const Te
   TORCH_CHECK(index.dim() <= 1, "Index has to be a vector/scalar");
   // CPU converts the value with a check (300 into uint8 is an error, not 44), before looking at the index.
   const c10::Scalar fill_value = value.item();
-  check_fill_value(fill_value, self.scalar_type());
+  check_scalar_fits(fill_value, self.scalar_type());
   if (index.numel() == 0) return self;
   const int64_t size = target.size(dim);
   check_bounds(on_device_of(index, self), -size, size, [&](int64_t bad) {

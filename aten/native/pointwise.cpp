@@ -5,6 +5,7 @@
 #include <array>
 #include <mutex>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 
 #include "aten/kernel_support/cl_types.h"
@@ -144,54 +145,37 @@ struct ScalarArg {
   size_t size;
 };
 
-ScalarArg scalar_arg(const c10::Scalar& s, c10::ScalarType compute) {
+// `checked`: converted as Scalar::to converts (a scalar argument that does not fit is CPU's error); otherwise a
+// plain cast, as TensorIterator converts an operand (integers wrap; a double beyond float's range is inf).
+template <typename T>
+T converted(const c10::Scalar& s, bool checked) {
+  if (checked) return s.to<T>();
+  if constexpr (std::is_floating_point_v<T>) return static_cast<T>(s.toDouble());
+  else return static_cast<T>(s.toLong());
+}
+
+ScalarArg scalar_arg(const c10::Scalar& s, c10::ScalarType compute, bool checked = true) {
   ScalarArg a{};
   switch (compute) {
-    case c10::kFloat: a.value.f = s.to<float>(); a.size = 4; break;
-    case c10::kDouble: a.value.d = s.to<double>(); a.size = 8; break;
-    case c10::kBool: a.value.u8 = s.to<bool>() ? 1 : 0; a.size = 1; break;
-    case c10::kByte: a.value.u8 = s.to<uint8_t>(); a.size = 1; break;
-    case c10::kChar: a.value.i8 = s.to<int8_t>(); a.size = 1; break;
-    case c10::kShort: a.value.i16 = s.to<int16_t>(); a.size = 2; break;
-    case c10::kInt: a.value.i32 = s.to<int32_t>(); a.size = 4; break;
-    case c10::kLong: a.value.i64 = s.to<int64_t>(); a.size = 8; break;
+    case c10::kFloat: a.value.f = converted<float>(s, checked); a.size = 4; break;
+    case c10::kDouble: a.value.d = converted<double>(s, checked); a.size = 8; break;
+    case c10::kBool: a.value.u8 = converted<bool>(s, checked) ? 1 : 0; a.size = 1; break;
+    case c10::kByte: a.value.u8 = converted<uint8_t>(s, checked); a.size = 1; break;
+    case c10::kChar: a.value.i8 = converted<int8_t>(s, checked); a.size = 1; break;
+    case c10::kShort: a.value.i16 = converted<int16_t>(s, checked); a.size = 2; break;
+    case c10::kInt: a.value.i32 = converted<int32_t>(s, checked); a.size = 4; break;
+    case c10::kLong: a.value.i64 = converted<int64_t>(s, checked); a.size = 8; break;
     default: TORCH_CHECK(false, "unsupported compute dtype ", compute);
   }
   return a;
 }
 
-// A CPU scalar operand (a Python number, a 0-d CPU tensor) is converted as TensorIterator converts
-// operands to the common dtype: a plain cast, so integers wrap (uint8 + 300 adds 44) and a double beyond
-// float's range becomes inf; for half and bfloat16 tensors the number is rounded to their type first (half
-// - 65519.0 subtracts 65504) unless the op reads it unrounded (PointwiseExpr). Scalar arguments (alpha, clamp's bounds, a fill value) are checked instead
-// (scalar_arg), as on CPU.
+// A CPU scalar operand (a Python number, a 0-d CPU tensor) is converted as TensorIterator converts operands
+// to the common dtype, unchecked (uint8 + 300 adds 44); for half and bfloat16 tensors the number is rounded to
+// their type first (half - 65519.0 subtracts 65504) unless the op reads it unrounded (PointwiseExpr).
 ScalarArg operand_scalar_arg(at::TensorIteratorBase& iter, int arg, c10::ScalarType common, c10::ScalarType compute) {
-  if (is_floating(compute)) {
-    double v = iter.original_scalar_value<double>(arg);
-    if (common == c10::kHalf) v = static_cast<float>(static_cast<c10::Half>(v));
-    if (common == c10::kBFloat16) v = static_cast<float>(static_cast<c10::BFloat16>(v));
-    ScalarArg a{};
-    if (compute == c10::kDouble) {
-      a.value.d = v;
-      a.size = 8;
-    } else {
-      a.value.f = static_cast<float>(v);  // IEEE: out of range rounds to +-inf (implementation-defined, not UB)
-      a.size = 4;
-    }
-    return a;
-  }
-  const int64_t v = iter.original_scalar_value<int64_t>(arg);
-  ScalarArg a{};
-  switch (compute) {
-    case c10::kBool: a.value.u8 = v != 0 ? 1 : 0; a.size = 1; break;
-    case c10::kByte: a.value.u8 = static_cast<uint8_t>(v); a.size = 1; break;
-    case c10::kChar: a.value.i8 = static_cast<int8_t>(v); a.size = 1; break;
-    case c10::kShort: a.value.i16 = static_cast<int16_t>(v); a.size = 2; break;
-    case c10::kInt: a.value.i32 = static_cast<int32_t>(v); a.size = 4; break;
-    case c10::kLong: a.value.i64 = v; a.size = 8; break;
-    default: TORCH_CHECK(false, "unsupported compute dtype ", compute);
-  }
-  return a;
+  if (!is_floating(compute)) return scalar_arg(iter.original_scalar_value<int64_t>(arg), compute, /*checked=*/false);
+  return scalar_arg(cast_to_dtype(iter.original_scalar_value<double>(arg), common), compute, /*checked=*/false);
 }
 
 void set_scalar(cl_kernel k, cl_uint& index, const ScalarArg& a) {
@@ -218,8 +202,7 @@ void set_index(cl_kernel k, cl_uint& index, int64_t value, bool index64) {
 }  // namespace
 
 c10::Scalar stored_scalar(const c10::Scalar& s, c10::ScalarType dtype) {
-  if (dtype == c10::kHalf) (void)s.to<c10::Half>();
-  if (dtype == c10::kBFloat16) (void)s.to<c10::BFloat16>();
+  if (dtype == c10::kHalf || dtype == c10::kBFloat16) check_scalar_fits(s, dtype);
   return s;
 }
 
@@ -243,7 +226,8 @@ void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std:
                               "\" is not implemented for '", compute, "' on opencl");
   // CPU's kernels convert their scalar arguments before the loop, so one that does not fit the compute
   // type is an error even for empty tensors (clamp(min=300) or masked_fill of an empty uint8 tensor).
-  for (const auto& s : scalars) (void)scalar_arg(s, compute);
+  std::array<ScalarArg, 3> scalar_args{};
+  for (size_t i = 0; i < scalars.size(); ++i) scalar_args[i] = scalar_arg(scalars.begin()[i], compute);
   if (numel == 0) return;
 
   const int nin = iter.ninputs();
@@ -280,7 +264,7 @@ void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std:
   set_index(k, index, numel, index64);
   const cl_uint geometry_index = index;
   if (!contiguous) ++index;  // TiledGeometry, set by enqueue_tiled
-  for (const auto& s : scalars) set_scalar(k, index, scalar_arg(s, compute));
+  for (size_t i = 0; i < scalars.size(); ++i) set_scalar(k, index, scalar_args[i]);
   if (contiguous)
     tocl::enqueue_1d(device, tocl::current_stream(device), k, numel, 256);
   else

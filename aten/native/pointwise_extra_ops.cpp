@@ -137,14 +137,7 @@ at::Tensor& nan_to_num_out(const at::Tensor& self, std::optional<double> nan, st
     default: TORCH_CHECK(false, "nan_to_num is not implemented for ", self.scalar_type(), " on opencl");
   }
   // CPU casts the replacements to the dtype unchecked (nan=1e300 gives inf in float32).
-  const auto cast = [&](double v) -> double {
-    switch (self.scalar_type()) {
-      case c10::kFloat: return static_cast<float>(v);
-      case c10::kHalf: return static_cast<float>(static_cast<c10::Half>(static_cast<float>(v)));
-      case c10::kBFloat16: return static_cast<float>(static_cast<c10::BFloat16>(static_cast<float>(v)));
-      default: return v;
-    }
-  };
+  const auto cast = [&](double v) { return cast_to_dtype(v, self.scalar_type()); };
   auto iter = at::TensorIterator::unary_op(out, self);
   run_pointwise(iter, {"nan_to_num", "nan_to_num_of(a, s0, s1, s2)", nullptr},
                 {cast(nan.value_or(0.)), cast(posinf.value_or(max)), cast(neginf.value_or(-max))});

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "aten/kernel_support/cl_types.h"
 #include "aten/kernel_support/dtype_fallback.h"
 #include "aten/native/pointwise.h"
 #include "aten/kernel_support/structured.h"
@@ -64,8 +65,7 @@ void run_pow_scalar(at::TensorIteratorBase& op, const c10::Scalar& exponent) {
   // checked and rounded to their dtype, as CPU does.
   const auto common = op.common_dtype();
   c10::Scalar e = exponent;
-  if (common == at::kFloat && !exponent.isComplex())
-    e = c10::Scalar(static_cast<double>(static_cast<float>(exponent.to<double>())));
+  if (common == at::kFloat && !exponent.isComplex()) e = c10::Scalar(cast_to_dtype(exponent.to<double>(), common));
   if (common == at::kHalf) e = c10::Scalar(static_cast<double>(exponent.to<c10::Half>()));
   if (common == at::kBFloat16) e = c10::Scalar(static_cast<double>(exponent.to<c10::BFloat16>()));
   run_pointwise(op, {"pow_scalar", "pow_of(a, s0)", "pow_of(a, s0)"}, {e});
