@@ -18,15 +18,7 @@ inline double tocl_erfinv_double(double y) {
   if (fabs(y) >= 1.0 || isnan(y)) return fabs(y) == 1.0 ? copysign((double)INFINITY, y) : (double)NAN;
   const float start = fabs(y) < 1.0 - 6e-8 ? erfinv_of((float)y) : copysign(3.8f, (float)y);
   double x = (double)start;
-  if (fabs(y) > 0.5) {
-    const double log_t = log(1.0 - fabs(y));
-    double z = fabs(x);
-    for (int k = 0; k < 6; ++k) {
-      const double e = erfc(z);
-      z += (log(e) - log_t) * e / (M_2_SQRTPI * exp(-z * z));
-    }
-    return copysign(z, y);
-  }
+  if (fabs(y) > 0.5) return tocl_erfinv_tail(y, x, 6);
   for (int k = 0; k < 2; ++k) x -= (erf(x) - y) / (M_2_SQRTPI * exp(-x * x));
   return x;
 }

@@ -120,15 +120,9 @@ TOCL_INLINE C_T erfinv_of(C_T y) {
     p = (C_T)2.83297682 + p * w;
     x = p * y;
   }
-  if (sizeof(C_T) == 8 && fabs(y) > (C_T)0.5) {
-    const C_T log_t = log((C_T)1 - fabs(y));
-    C_T z = fabs(x);
-    for (int k = 0; k < 4; ++k) {
-      const C_T e = erfc(z);
-      z += (log(e) - log_t) * e / ((C_T)M_2_SQRTPI * exp(-z * z));
-    }
-    return copysign(z, y);
-  }
+#ifdef TOCL_FP64
+  if (sizeof(C_T) == 8 && fabs(y) > (C_T)0.5) return (C_T)tocl_erfinv_tail(y, x, 4);
+#endif
   for (int k = 0; k < 2; ++k) {
     const C_T err = erf(x) - y;
     x -= err / ((C_T)M_2_SQRTPI * exp(-x * x));

@@ -11,6 +11,19 @@ inline ushort float_to_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);                            // round to nearest even
   return (ushort)(u >> 16);
 }
+#ifdef TOCL_FP64
+// erfinv's tails in double: Newton steps on log(erfc(|x|)) = log(1 - |y|) from `start` (erf(x) - y is all
+// cancellation near +-1; log(erfc) is nearly quadratic, and 1 - |y| is exact for |y| > 0.5).
+inline double tocl_erfinv_tail(double y, double start, int steps) {
+  const double log_t = log(1.0 - fabs(y));
+  double z = fabs(start);
+  for (int k = 0; k < steps; ++k) {
+    const double e = erfc(z);
+    z += (log(e) - log_t) * e / (M_2_SQRTPI * exp(-z * z));
+  }
+  return copysign(z, y);
+}
+#endif
 inline float round_to_bf16(float f) { return bf16_to_float(float_to_bf16(f)); }
 // f rounded to the nearest half (ties to even), as a float: beyond 65504 (from 65520) inf; below 2^-14 to a
 // multiple of 2^-24 (half's subnormals). Without cl_khr_fp16 no half value can live in a variable.
