@@ -59,6 +59,10 @@ UNINITIALISED = re.compile(r"(^|\.)(new_)?empty(_like|_strided|_permuted)?$")
 # op differs under some of them for some sample (a one-element dropout agrees under two seeds
 # half the time, so two are not enough).
 RANDOM_PROBE_SEEDS = (1, 2, 3, 4, 5)
+# Ops whose indices among equal values are unspecified (PyTorch documents no order for ties; CPU's
+# topk takes them in the order its heap leaves them, [1, 6, 4] for the 3s of [1, 3, 3, 2, 3, 0, 3]).
+# Their values are compared as usual; their indices must select those values, each index once.
+TIE_ORDER_FREE = {"topk"}
 
 
 class Skip(Exception):
@@ -227,6 +231,28 @@ def compare(cpu, dev, tol, values=True, what="output"):
         return
     if values and cpu != dev and not (cpu is None and dev is None):
         raise Mismatch(f"{what}: {dev!r} vs CPU {cpu!r}")
+
+
+def _tie_checked_indices(cpu_s, cpu_out, dev_s, dev_out):
+    """For topk (values, indices): raises Mismatch when the device's indices do not select its
+    values from the input or repeat an index along the dim; otherwise returns the device result
+    with CPU's indices in their place, so that compare() checks everything else."""
+    values, indices = dev_out
+    args = list(cpu_s.args) + [None] * 2
+    dim = cpu_s.kwargs.get("dim", args[1] if args[1] is not None else -1)
+    src = dev_s.input.detach().cpu()
+    idx = indices.detach().cpu()
+    if src.dim() == 0:
+        src, idx, dim = src.reshape(1), idx.reshape(1), 0
+    picked = src.gather(dim, idx)
+    try:
+        torch.testing.assert_close(picked, values.detach().cpu().reshape(picked.shape), equal_nan=True, rtol=0, atol=0)
+    except AssertionError:
+        raise Mismatch("output[1]: the indices do not select the returned values from the input") from None
+    ordered = idx.sort(dim=dim).values
+    if ordered.numel() and (ordered.narrow(dim, 1, max(ordered.size(dim) - 1, 0)) == ordered.narrow(dim, 0, max(ordered.size(dim) - 1, 0))).any():
+        raise Mismatch("output[1]: an index appears twice along the dim")
+    return type(dev_out)((values, cpu_out[1].to(indices.device)))
 
 
 def _fallback_snapshot() -> Dict[str, int]:
@@ -456,6 +482,8 @@ def _check_op(op, dtype, r: Result, max_samples, noncontig_variant):
                 continue
             fallback.update(_fallback_diff(before, _fallback_snapshot()))
             try:
+                if op.name in TIE_ORDER_FREE and values:
+                    dev_out = _tie_checked_indices(cpu_s, cpu_out, dev_s, dev_out)
                 compare(cpu_out, dev_out, tol, values)
                 compare(cpu_run.tensors(), dev_s.tensors(), tol, values, what="input after call")
             except Mismatch as e:
