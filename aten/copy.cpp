@@ -111,6 +111,14 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     device_to_host(dst, self, non_blocking);
   } else if (is_opencl(self) && is_opencl(dst) && self.device() == dst.device()) {
     const c10::DeviceGuard guard(dst.device());
+    // A source that may share elements with the destination without being it (a column of dst expanded
+    // over it, as addmm's self given as part of out=) is read from a copy, so that no work-item reads an
+    // element while another writes it (a race on GPUs, even where the values agree).
+    if (dst.storage().is_alias_of(self.storage()) &&
+        at::get_overlap_status(dst, self) == at::MemOverlapStatus::TooHard) {
+      dst.copy_(self.clone());
+      return dst;
+    }
     if (!device_copy(dst, self)) {
       auto mirror = host_mirror(dst);
       mirror.copy_(host_mirror(self));

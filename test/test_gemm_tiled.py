@@ -34,6 +34,17 @@ def close(got, want, dtype):
     torch.testing.assert_close(got.cpu(), want, rtol=tol, atol=tol)
 
 
+def test_plans_shrink_their_k_stages_to_the_local_memory():
+    # Found under Oclgrind (32 KiB of local memory): plan (1, 2, 32) in float64 needs 51 KiB of stages
+    # and failed to launch with CL_OUT_OF_RESOURCES. Stages are bk * (64 rm + 4 + 64 rn + 4) elements.
+    fit = torch_opencl._C._fit_tiled_gemm_plan
+    assert fit((1, 2, 32, 2), 32768, 8) == (1, 2, 16, 2)
+    assert fit((2, 2, 32, 1), 32768, 4) == (2, 2, 16, 1)  # 33 KiB of floats
+    assert fit((2, 2, 32, 1), 49152, 4) == (2, 2, 32, 1)  # fits NVIDIA's 48 KiB
+    assert fit((2, 2, 8, 1), 0, 8) == (2, 2, 8, 1)  # local memory unknown: as planned
+    assert fit((2, 2, 16, 1), 2048, 4) is None  # not even 4-deep stages fit: CLBlast takes it
+
+
 @pytest.mark.parametrize("plan", PLANS, indirect=True)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_mm_layouts_and_partial_tiles(plan, dtype):

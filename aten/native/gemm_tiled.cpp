@@ -6,11 +6,13 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 
 #include "aten/kernel_support/cl_types.h"
 #include "aten/kernel_support/opencl_tensor.h"
+#include "runtime/device.h"
 #include "runtime/embedded_sources.h"
 #include "runtime/kernel_forms.h"
 #include "runtime/launch.h"
@@ -55,6 +57,11 @@ double coverage(const tocl::KernelForms::GemmTile& t, int64_t m, int64_t n) {
   return static_cast<double>(m * n) / static_cast<double>(ceil_div(m, bm) * bm * ceil_div(n, bn) * bn);
 }
 
+// Local memory of a plan's two stages (As[BK][BM + 4], Bs[BK][BN + 4] in gemm_tiled.cl).
+uint64_t stage_bytes(const TiledGemmPlan& p, size_t element) {
+  return static_cast<uint64_t>(p.bk) * (64 * p.rm + 4 + 64 * p.rn + 4) * element;
+}
+
 }  // namespace
 
 TiledGemmPlan plan_tiled_gemm(int device, c10::ScalarType type, int64_t m, int64_t n, int64_t k, int64_t batch) {
@@ -85,6 +92,13 @@ TiledGemmPlan plan_tiled_gemm(int device, c10::ScalarType type, int64_t m, int64
   return {small.rm, small.rn, small.bk, groups >= units ? 1 : splits_for(groups)};
 }
 
+std::optional<TiledGemmPlan> fit_local_memory(TiledGemmPlan p, uint64_t local_bytes, size_t element) {
+  if (local_bytes == 0) return p;  // the driver did not say
+  while (stage_bytes(p, element) > local_bytes && p.bk > 4) p.bk /= 2;
+  if (stage_bytes(p, element) > local_bytes) return std::nullopt;
+  return p;
+}
+
 void set_tiled_gemm_enabled(bool enabled) { g_enabled.store(enabled); }
 
 void override_tiled_gemm_plan(std::optional<TiledGemmPlan> plan) {
@@ -104,7 +118,10 @@ bool tiled_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, d
   // An output whose elements overlap (an expanded one) goes to CLBlast's path, which copies it.
   if ((m > 1 && c.stride(d - 2) == 0) || (n > 1 && c.stride(d - 1) == 0) || (d == 3 && batch > 1 && c.stride(0) == 0))
     return false;
-  const TiledGemmPlan plan = plan_tiled_gemm(device, c.scalar_type(), m, n, k, batch);
+  const auto fitted = fit_local_memory(plan_tiled_gemm(device, c.scalar_type(), m, n, k, batch),
+                                       tocl::device_info(device).local_mem_size, c.element_size());
+  if (!fitted) return false;
+  const TiledGemmPlan plan = *fitted;
   const int64_t tiles_m = ceil_div(m, 64 * plan.rm), tiles_n = ceil_div(n, 64 * plan.rn);
   if (tiles_n > kMaxGridYZ) return false;
   const int splits = std::max(1, plan.splits);

@@ -18,6 +18,12 @@ struct TiledGemmPlan {
 // The plan for an (m, n, k) product over `batch` matrices of `type` on `device`.
 TiledGemmPlan plan_tiled_gemm(int device, c10::ScalarType type, int64_t m, int64_t n, int64_t k, int64_t batch);
 
+// `plan` with its K stages made shallow enough for `local_bytes` of local memory (0: unknown, unchanged):
+// a tuned or forced plan whose stages exceed the device's would fail to launch (CL_OUT_OF_RESOURCES; a
+// 2x2 tile 32 deep is 33 KiB of floats, past the 32 KiB of many GPUs, and doubles take twice that).
+// nullopt: not even 4-deep stages fit, and the product goes to CLBlast.
+std::optional<TiledGemmPlan> fit_local_memory(TiledGemmPlan plan, uint64_t local_bytes, size_t element);
+
 // Makes every tiled GEMM of this process use `plan` (tests reach each path with it); nullopt restores
 // the device's plans.
 void override_tiled_gemm_plan(std::optional<TiledGemmPlan> plan);

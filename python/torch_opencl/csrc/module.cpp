@@ -239,6 +239,13 @@ PYBIND11_MODULE(_C, m) {
                 "a tiled GEMM plan is (rm, rn, bk, splits) with rm, rn in {1, 2}, bk in {4, 8, 16, 32}, splits >= 1");
     torch_opencl::override_tiled_gemm_plan(torch_opencl::TiledGemmPlan{rm, rn, bk, splits});
   });
+  m.def("_fit_tiled_gemm_plan", [](std::tuple<int, int, int, int> plan, uint64_t local_bytes, size_t element)
+            -> std::optional<std::tuple<int, int, int, int>> {
+    const auto [rm, rn, bk, splits] = plan;
+    const auto p = torch_opencl::fit_local_memory(torch_opencl::TiledGemmPlan{rm, rn, bk, splits}, local_bytes, element);
+    if (!p) return std::nullopt;
+    return std::make_tuple(p->rm, p->rn, p->bk, p->splits);
+  });
   m.def("_set_tiled_gemm_enabled", &torch_opencl::set_tiled_gemm_enabled);
   // Winograd convolution (GPU form): whether the device uses it, and its minimum channel count (tests lower it).
   m.def("_winograd_min_channels", [](int device, std::optional<size_t> channels) {
