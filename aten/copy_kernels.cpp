@@ -11,6 +11,7 @@
 #include "aten/kernel_support/opencl_tensor.h"
 #include "aten/kernel_support/tiled_geometry.h"
 #include "runtime/embedded_sources.h"
+#include "runtime/kernel_forms.h"
 #include "runtime/memcpy.h"
 #include "runtime/program_cache.h"
 
@@ -55,7 +56,7 @@ bool device_copy(const at::Tensor& dst, const at::Tensor& src) {
     }
     cl_kernel k = tocl::get_kernel(copy_program(device, src.scalar_type(), dst.scalar_type()), "copy_contiguous");
     tocl::set_args(k, buffer_arg(dst), buffer_arg(src), static_cast<cl_ulong>(dst.numel()));
-    tocl::enqueue_1d(device, stream, k, dst.numel(), 256);
+    tocl::enqueue_1d(device, stream, k, dst.numel(), tocl::kernel_forms(device).elementwise_group);
     return true;
   }
   auto iter = at::TensorIteratorConfig()

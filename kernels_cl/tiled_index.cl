@@ -4,9 +4,9 @@
 //                    count needs 64 bits
 // and fills TiledGeometry from a TensorIterator (dims innermost first, already coalesced).
 //
-// The launch is 3-D with work-groups of (TILE_WG, 1, 1). Along NDRange dim 0 each work-group
-// covers a tile of iteration dims 0..2, 1 << shift[k] wide along dim k (the widths multiply
-// to TILE_WG); NDRange dim 1 is iteration dim 3 and NDRange dim 2 the flat index over dims 4..
+// The launch is 3-D with work-groups of (G, 1, 1), G the device's elementwise group (256, or a power of
+// two below it where the device allows no more). Along NDRange dim 0 each work-group covers a tile of
+// iteration dims 0..2, 1 << shift[k] wide along dim k (the widths multiply to G); NDRange dim 1 is iteration dim 3 and NDRange dim 2 the flat index over dims 4..
 // All of that comes from group ids, uniform across the group: PoCL's work-item loop does the
 // divisions once per group, and per element the index math is shifts, masks and multiply-adds
 // that vectorise across adjacent work-items (adjacent along dim 0). The indices feed the
@@ -14,7 +14,6 @@
 // once the iterator has coalesced) there is no loop at all: TILED_OFFSETS. More dims take
 // TILED_OFFSETS_ND, whose loop over dims 4.. stops PoCL vectorising (the host then picks the
 // kernel variant named *_nd).
-#define TILE_WG 256
 
 typedef struct {
   SIDX_T sizes[MAX_DIMS];          // innermost first; 1 past ndim

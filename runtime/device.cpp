@@ -72,6 +72,15 @@ DeviceInfo query_device(const PlatformInfo& p, cl_device_id id, int index) {
   d.compute_units = device_value<cl_uint>(id, CL_DEVICE_MAX_COMPUTE_UNITS);
   d.max_clock_mhz = device_value<cl_uint>(id, CL_DEVICE_MAX_CLOCK_FREQUENCY);
   d.max_work_group_size = device_value<size_t>(id, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+  // Our groups run along dimension 0, which may allow fewer items than a group (then the smaller counts).
+  size_t item_sizes[3] = {0, 0, 0};
+  if (clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof(item_sizes), item_sizes, nullptr) == CL_SUCCESS &&
+      item_sizes[0] > 0)
+    d.max_work_group_size = std::min(d.max_work_group_size, item_sizes[0]);
+  // Tests only: TORCH_OPENCL_DEBUG_MAX_GROUP=N makes the device look like one of at most N items per group,
+  // so the forms of small GPUs run (and launches past N fail) on PoCL.
+  if (const char* cap = std::getenv("TORCH_OPENCL_DEBUG_MAX_GROUP"); cap && std::atoll(cap) > 0)
+    d.max_work_group_size = std::min(d.max_work_group_size, static_cast<size_t>(std::atoll(cap)));
   d.max_parameter_size = device_value<size_t>(id, CL_DEVICE_MAX_PARAMETER_SIZE);
   d.mem_base_addr_align_bytes = device_value<cl_uint>(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8;
   d.local_mem_dedicated = device_value<cl_device_local_mem_type>(id, CL_DEVICE_LOCAL_MEM_TYPE) == CL_LOCAL;

@@ -37,6 +37,8 @@ KernelForms choose(const DeviceInfo& d) {
     f.row_group = std::min<size_t>(64, max_group);
     f.cpu_register_gemm = true;
   }
+  f.elementwise_group = 1;
+  while (f.elementwise_group * 2 <= std::min<size_t>(256, max_group)) f.elementwise_group *= 2;
   // Reductions, scans, segmented sums: the GPU forms (see kernel_forms.h).
   f.reduce_coalesced = f.gpu();
   f.scan_parallel = f.gpu();

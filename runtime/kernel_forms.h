@@ -22,6 +22,12 @@ struct KernelForms {
   // wide enough to hide memory latency with coalesced loads.
   size_t row_group = 64;
 
+  // Work-items per group of the per-element kernels (pointwise, copies and their strided tiles, convolution's
+  // layout kernels, split K's sum): 256, or the largest power of two the device's groups allow below that
+  // (Oclgrind's --max-wgsize 128 showed every such launch failing with CL_INVALID_WORK_ITEM_SIZE when it
+  // was a constant).
+  size_t elementwise_group = 256;
+
   // The SIMD width the device runs in lockstep where known (NVIDIA warp, AMD wavefront), else 0.
   size_t simd_width = 0;
 

@@ -1,8 +1,12 @@
 #include "runtime/launch.h"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <string>
 
+#include "runtime/device.h"
+#include "runtime/error.h"
 #include "runtime/trace.h"
 
 namespace tocl {
@@ -12,6 +16,15 @@ std::atomic<uint64_t> launches{0};
 std::atomic<bool> recording{false};
 std::mutex recorded_mutex;
 std::vector<std::string> recorded;
+
+// A group past the device's limit would fail in the driver as CL_INVALID_WORK_GROUP_SIZE or
+// CL_INVALID_WORK_ITEM_SIZE; this names the kernel and both numbers.
+void check_group(int device, cl_kernel kernel, size_t items) {
+  const size_t limit = device_info(device).max_work_group_size;
+  if (limit == 0 || items <= limit) return;
+  throw Error("kernel " + trace::kernel_name(kernel) + ": a work-group of " + std::to_string(items) +
+              " work-items exceeds the device's limit of " + std::to_string(limit) + " per group");
+}
 
 void count_launch(cl_kernel kernel) {
   launches.fetch_add(1, std::memory_order_relaxed);
@@ -37,8 +50,12 @@ std::vector<std::string> recorded_kernel_names() {
 
 void enqueue_1d(int device, int stream, cl_kernel kernel, size_t global, size_t local) {
   if (global == 0) return;
-  if (local == 0) local = 64;
+  if (local == 0) {  // 64, or fewer where the device allows no more
+    const size_t limit = device_info(device).max_work_group_size;
+    local = limit ? std::min<size_t>(64, limit) : 64;
+  }
   const size_t rounded = (global + local - 1) / local * local;
+  check_group(device, kernel, local);
   count_launch(kernel);
   trace::Scope traced(device, stream, kernel);
   TOCL_CHECK(clEnqueueNDRangeKernel(queue(device, stream), kernel, 1, nullptr, &rounded, &local, 0, nullptr,
@@ -47,6 +64,7 @@ void enqueue_1d(int device, int stream, cl_kernel kernel, size_t global, size_t 
 
 void enqueue_3d(int device, int stream, cl_kernel kernel, const size_t global[3], const size_t local[3]) {
   if (global[0] == 0 || global[1] == 0 || global[2] == 0) return;
+  if (local) check_group(device, kernel, local[0] * local[1] * local[2]);
   count_launch(kernel);
   trace::Scope traced(device, stream, kernel);
   TOCL_CHECK(clEnqueueNDRangeKernel(queue(device, stream), kernel, 3, nullptr, global, local, 0, nullptr,
@@ -56,6 +74,11 @@ void enqueue_3d(int device, int stream, cl_kernel kernel, const size_t global[3]
 void enqueue_nd(int device, int stream, cl_kernel kernel, cl_uint dims, const size_t* global, const size_t* local) {
   for (cl_uint d = 0; d < dims; ++d)
     if (global[d] == 0) return;
+  if (local) {
+    size_t items = 1;
+    for (cl_uint d = 0; d < dims; ++d) items *= local[d];
+    check_group(device, kernel, items);
+  }
   count_launch(kernel);
   trace::Scope traced(device, stream, kernel);
   TOCL_CHECK(clEnqueueNDRangeKernel(queue(device, stream), kernel, dims, nullptr, global, local, 0, nullptr,

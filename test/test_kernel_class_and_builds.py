@@ -65,6 +65,45 @@ print(torch_opencl._C._device_properties(0)["kernel_class"])
     assert p.stdout.strip() == "gpu"
 
 
+SMALL_GROUP_CHILD = r"""
+import torch, torch_opencl, torch.nn.functional as F
+torch.manual_seed(0)
+x = torch.randn(37, 300)
+checks = {
+    "strided add": lambda t: t.t() + 1,
+    "cast copy": lambda t: t.double(),
+    "softmax": lambda t: torch.softmax(t, -1),
+    "softmax over columns": lambda t: torch.softmax(t, 0),
+    "layer_norm": lambda t: F.layer_norm(t, (300,)),
+    "sum": lambda t: t.sum(0),
+    "cumsum": lambda t: t.cumsum(1),
+    "sort": lambda t: t.sort(1).values,
+    "conv2d": lambda t: F.conv2d(t[:2, :162].reshape(2, 2, 9, 9), t[2:6, :18].reshape(4, 2, 3, 3), stride=2),
+    "mm": lambda t: t[:, :37].t() @ t[:, 70:103],
+    "attention": lambda t: F.scaled_dot_product_attention(*[t[:35, :64].reshape(1, 1, 35, 64)] * 3, is_causal=True),
+}
+for name, f in checks.items():
+    torch.testing.assert_close(f(x.to("opencl")).cpu(), f(x), rtol=1e-4, atol=1e-4, msg=name)
+lib = torch.opencl.compile_shader("__kernel void noop(__global float* y) { }")
+try:
+    lib.noop(torch.empty(1, device="opencl"), threads=128, group_size=128)
+except RuntimeError as e:
+    print("too wide:", e)
+print(torch_opencl._C._device_properties(0)["row_group"])
+"""
+
+
+def test_a_gpu_of_64_item_groups_runs_every_family():
+    # Launches used a constant 256 items per group (pointwise, copies, strided tiles, layout kernels); a GPU of
+    # 128 (Oclgrind's --max-wgsize) failed them all with CL_INVALID_WORK_ITEM_SIZE. The debug cap makes PoCL
+    # such a device, launches past it included.
+    p = _run(SMALL_GROUP_CHILD, TORCH_OPENCL_KERNEL_CLASS="gpu", TORCH_OPENCL_DEBUG_MAX_GROUP="64")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.strip().splitlines()
+    assert lines[-1] == "64"
+    assert "kernel noop: a work-group of 128 work-items exceeds the device's limit of 64 per group" in lines[-2]
+
+
 # --- A CUDA or ROCm build of torch: no autoload; an explicit import works and warns once --------
 
 FAKE_CUDA_BUILD = r"""

@@ -8,12 +8,12 @@
 
 #include "runtime/embedded_sources.h"
 #include "runtime/error.h"
+#include "runtime/kernel_forms.h"
 #include "runtime/launch.h"
 
 namespace torch_opencl {
 namespace {
 
-constexpr int kTileShift = 8;  // TILE_WG 256 in kernels_cl/tiled_index.cl
 constexpr int kMaxOps = 4;
 
 // Mirrors TiledGeometry in kernels_cl/tiled_index.cl for SIDX_T = I and NOPS = N.
@@ -76,6 +76,9 @@ bool tiled_launch(const at::TensorIteratorBase& iter, int nops, TiledLaunch& lau
   // A 0-d iterator is one element.
   const int dims = ndim == 0 ? 1 : ndim;
   if (ndim == 0) sizes[0] = 1;
+  // The group: the device's elementwise group (a power of two), as log2.
+  const int group_shift = log2_ceil(static_cast<int64_t>(tocl::kernel_forms(iter.device(0).index()).elementwise_group));
+  launch.group_shift = group_shift;
 
   // Tile widths: along dim 0 up to the whole group where every operand steps by at most one
   // element there (runs stay contiguous), else 16, so that a transpose reads and writes 16x16
@@ -83,26 +86,26 @@ bool tiled_launch(const at::TensorIteratorBase& iter, int nops, TiledLaunch& lau
   bool unit0 = true;
   for (int t = 0; t < nops; ++t) unit0 = unit0 && std::llabs(strides[t][0]) <= 1;
   int shift[3] = {0, 0, 0};
-  shift[0] = std::min(log2_ceil(sizes[0]), unit0 ? kTileShift : 4);
-  if (dims == 1) shift[0] = kTileShift;
+  shift[0] = std::min(log2_ceil(sizes[0]), unit0 ? group_shift : std::min(4, group_shift));
+  if (dims == 1) shift[0] = group_shift;
   if (dims >= 2) {
-    const int left = kTileShift - shift[0];
+    const int left = group_shift - shift[0];
     shift[1] = dims == 2 ? left : std::min(log2_ceil(sizes[1]), left);
   }
-  if (dims >= 3) shift[2] = kTileShift - shift[0] - shift[1];
+  if (dims >= 3) shift[2] = group_shift - shift[0] - shift[1];
   int64_t tiles[3] = {1, 1, 1};
   for (int k = 0; k < std::min(dims, 3); ++k) tiles[k] = (sizes[k] + (int64_t{1} << shift[k]) - 1) >> shift[k];
   int64_t outer = 1;
   for (int d = 4; d < dims; ++d) outer *= sizes[d];
   const int64_t groups = tiles[0] * tiles[1] * tiles[2];
-  launch.global[0] = static_cast<size_t>(groups) << kTileShift;
+  launch.global[0] = static_cast<size_t>(groups) << group_shift;
   launch.global[1] = static_cast<size_t>(dims > 3 ? sizes[3] : 1);
   launch.global[2] = static_cast<size_t>(outer);
 
   // 32-bit index math where every index, linear index and offset fits in an int.
   constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
   bool index64 = force_index64() || static_cast<int64_t>(launch.global[0]) > kMax || iter.numel() > kMax ||
-                 static_cast<int64_t>(launch.global[0] / (1 << kTileShift)) * launch.global[1] * launch.global[2] > kMax;
+                 static_cast<int64_t>(launch.global[0] / (1 << group_shift)) * launch.global[1] * launch.global[2] > kMax;
   for (int t = 0; t < nops && !index64; ++t) {
     int64_t extent = 0;
     for (int d = 0; d < dims; ++d) extent += (sizes[d] - 1) * std::llabs(strides[t][d]);
@@ -135,7 +138,7 @@ std::string tiled_source(int nops, bool index64) {
 
 void enqueue_tiled(int device, int stream, cl_kernel k, cl_uint index, const TiledLaunch& launch) {
   TOCL_CHECK(clSetKernelArg(k, index, launch.size, launch.bytes.data()));
-  const size_t local[3] = {size_t{1} << kTileShift, 1, 1};
+  const size_t local[3] = {size_t{1} << launch.group_shift, 1, 1};
   tocl::enqueue_3d(device, stream, k, launch.global, local);
 }
 

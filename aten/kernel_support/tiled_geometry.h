@@ -17,6 +17,7 @@ struct TiledLaunch {
   bool index64 = false;                   // 64-bit index math (IDX_T ulong) needed
   bool nd = false;                        // more than 5 dims: the kernel variant named *_nd
   size_t global[3] = {0, 0, 0};
+  int group_shift = 8;                    // log2 of the work-group (the device's elementwise group)
   std::array<unsigned char, 640> bytes{};  // the TiledGeometry argument
   size_t size = 0;                         // its size in bytes
 };

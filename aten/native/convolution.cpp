@@ -302,7 +302,7 @@ at::Tensor im2col_folded(const Conv2d& c, const at::Tensor& x4) {
   const int device = device_index(col);
   cl_kernel k = tocl::get_kernel(im2col_program(device, col.scalar_type()), "im2col_folded");
   tocl::set_args(k, buffer_arg(x4), buffer_arg(col), c.g, static_cast<cl_int>(col.numel()));
-  tocl::enqueue_1d(device, tocl::current_stream(device), k, col.numel(), 256);
+  tocl::enqueue_1d(device, tocl::current_stream(device), k, col.numel(), tocl::kernel_forms(device).elementwise_group);
   return col;
 }
 
@@ -341,7 +341,8 @@ at::Tensor conv_input_grad_folded(const Conv2d& c, const at::Tensor& go_f, const
   cl_kernel k = tocl::get_kernel(im2col_program(device, grad_input.scalar_type()), "col2im_folded");
   tocl::set_args(k, buffer_arg(gcol), buffer_arg(grad_input), c.g, static_cast<cl_int>(NL),
                  static_cast<cl_int>(grad_input.numel()));
-  tocl::enqueue_1d(device, tocl::current_stream(device), k, grad_input.numel(), 256);
+  tocl::enqueue_1d(device, tocl::current_stream(device), k, grad_input.numel(),
+                   tocl::kernel_forms(device).elementwise_group);
   return grad_input;
 }
 

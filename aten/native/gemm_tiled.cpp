@@ -184,7 +184,7 @@ bool tiled_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, d
     tocl::set_args(sum, buffer_arg(partial), buffer_arg(c), s_arg, static_cast<cl_int>(m), static_cast<cl_int>(n),
                    static_cast<cl_int>(used_splits), stride(c, d - 2), stride(c, d - 1),
                    d == 3 ? stride(c, 0) : cl_long(0), s_si, s_sj, s_bs, be, static_cast<cl_ulong>(total));
-    tocl::enqueue_1d(device, stream, sum, static_cast<size_t>(total), 256);
+    tocl::enqueue_1d(device, stream, sum, static_cast<size_t>(total), tocl::kernel_forms(device).elementwise_group);
   }
   return true;
 }

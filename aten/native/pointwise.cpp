@@ -12,6 +12,7 @@
 #include "aten/kernel_support/opencl_tensor.h"
 #include "aten/kernel_support/tiled_geometry.h"
 #include "runtime/embedded_sources.h"
+#include "runtime/kernel_forms.h"
 #include "runtime/program_cache.h"
 
 namespace torch_opencl {
@@ -266,7 +267,7 @@ void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std:
   if (!contiguous) ++index;  // TiledGeometry, set by enqueue_tiled
   for (size_t i = 0; i < scalars.size(); ++i) set_scalar(k, index, scalar_args[i]);
   if (contiguous)
-    tocl::enqueue_1d(device, tocl::current_stream(device), k, numel, 256);
+    tocl::enqueue_1d(device, tocl::current_stream(device), k, numel, tocl::kernel_forms(device).elementwise_group);
   else
     enqueue_tiled(device, tocl::current_stream(device), k, geometry_index, launch);
 }
