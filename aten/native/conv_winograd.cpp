@@ -14,7 +14,6 @@ namespace torch_opencl {
 namespace {
 
 constexpr int64_t kIndexLimit = int64_t{1} << 31;  // the kernels' 32-bit element indices
-constexpr size_t kGroup = 256;
 
 int64_t tiles(int64_t size) { return (size + 1) / 2; }
 
@@ -51,7 +50,7 @@ at::Tensor winograd_conv2d(const at::Tensor& x, const at::Tensor& w, const at::T
     const cl_long w_sr = w.stride(adjoint ? 1 : 0), w_sq = w.stride(adjoint ? 0 : 1);
     tocl::set_args(k, buffer_arg(w), buffer_arg(u), i32(R), i32(Q), w_sr, w_sq, static_cast<cl_long>(w.stride(2)),
                    static_cast<cl_long>(w.stride(3)), static_cast<cl_int>(adjoint));
-    tocl::enqueue_1d(device, stream, k, R * Q, kGroup);
+    tocl::enqueue_1d(device, stream, k, R * Q, tocl::kernel_forms(device).elementwise_group);
   }
   // V (16, Q, P): the transformed input patches.
   auto v = at::empty({16, Q, P}, x.options());
@@ -60,7 +59,7 @@ at::Tensor winograd_conv2d(const at::Tensor& x, const at::Tensor& w, const at::T
     tocl::set_args(k, buffer_arg(x), buffer_arg(v), i32(Q), i32(H), i32(W), static_cast<cl_long>(x.stride(0)),
                    static_cast<cl_long>(x.stride(1)), static_cast<cl_long>(x.stride(2)),
                    static_cast<cl_long>(x.stride(3)), i32(pad_h), i32(pad_w), i32(th), i32(tw), i32(P));
-    tocl::enqueue_1d(device, stream, k, Q * P, kGroup);
+    tocl::enqueue_1d(device, stream, k, Q * P, tocl::kernel_forms(device).elementwise_group);
   }
   // M[e] = U[e] @ V[e], all 16 in one batched GEMM.
   auto m = at::empty({16, R, P}, x.options());
@@ -70,7 +69,7 @@ at::Tensor winograd_conv2d(const at::Tensor& x, const at::Tensor& w, const at::T
     cl_kernel k = dtype_kernel(out, "winograd.cl", "winograd_output");
     tocl::set_args(k, buffer_arg(m), buffer_arg(out), buffer_arg(b), static_cast<cl_int>(bias.defined()), i32(R),
                    i32(OH), i32(OW), i32(th), i32(tw), i32(P));
-    tocl::enqueue_1d(device, stream, k, R * P, kGroup);
+    tocl::enqueue_1d(device, stream, k, R * P, tocl::kernel_forms(device).elementwise_group);
   }
   return out;
 }

@@ -25,7 +25,6 @@ namespace torch_opencl {
 namespace {
 
 constexpr int kMaxDims = 12;       // MAX_DIMS in kernels_cl/reduce.cl
-constexpr int64_t kMaxLocal = 256;  // work-group size of the tree reductions
 
 struct Geometry {
   cl_int out_ndim;
@@ -229,7 +228,7 @@ void split_reduced(Launch& l, int64_t R, int64_t groups, int64_t target, int64_t
 Launch choose_arg_launch(int device, const Plan& plan) {
   Launch l;
   const auto& info = tocl::device_info(device);
-  const int64_t max_local = std::min<int64_t>(kMaxLocal, static_cast<int64_t>(info.max_work_group_size));
+  const int64_t max_local = static_cast<int64_t>(tocl::kernel_forms(device).reduce_group);
   const auto& forms = tocl::kernel_forms(device);
   // A work-item per output walking a contiguous row reads memory `R` apart across a GPU's lanes: the
   // coalesced forms keep a group per output (consecutive items on consecutive elements) for such rows.
@@ -284,7 +283,7 @@ Launch choose_launch(int device, const Plan& plan) {
   Launch l;
   const auto& info = tocl::device_info(device);
   const int64_t units = static_cast<int64_t>(info.compute_units);
-  const int64_t max_local = std::min<int64_t>(kMaxLocal, static_cast<int64_t>(info.max_work_group_size));
+  const int64_t max_local = static_cast<int64_t>(tocl::kernel_forms(device).reduce_group);
   const int64_t target_groups = std::max<int64_t>(64, 16 * units);
   if (plan.inner_contiguous && plan.M >= std::max<int64_t>(512, 64 * units)) {
     l.kind = Kind::Serial;
@@ -391,7 +390,8 @@ void launch_reduce(const at::Tensor& self, const Plan& plan, const at::Tensor& o
                  arg(ap), arg(aq), arg(adiv), local_bytes(l.local * acc_size));
   tocl::enqueue_1d(device, stream, k, plan.M * l.nchunks * l.local, l.local);
   if (l.nchunks == 1) return;
-  const int64_t local2 = std::min<int64_t>(kMaxLocal, pow2_at_least(l.nchunks));
+  const int64_t local2 = std::min<int64_t>(static_cast<int64_t>(tocl::kernel_forms(device).reduce_group),
+                                           pow2_at_least(l.nchunks));
   cl_kernel k2 = tocl::get_kernel(program, "reduce_partials");
   tocl::set_args(k2, arg(partial), arg(out), arg(center), opcode, static_cast<cl_long>(plan.M),
                  static_cast<cl_long>(l.nchunks), plan.g, arg(aq), arg(adiv), local_bytes(local2 * acc_size));
@@ -485,7 +485,8 @@ void arg_reduce_into(const at::Tensor& self_in, ReduceMask mask, bool keepdim, c
                  local_bytes(l.local * sizeof(cl_long)));
   tocl::enqueue_1d(device, stream, k, plan.M * l.nchunks * l.local, l.local);
   if (l.nchunks == 1) return;
-  const int64_t local2 = std::min<int64_t>(kMaxLocal, pow2_at_least(l.nchunks));
+  const int64_t local2 = std::min<int64_t>(static_cast<int64_t>(tocl::kernel_forms(device).reduce_group),
+                                           pow2_at_least(l.nchunks));
   cl_kernel k2 = tocl::get_kernel(program, "argreduce_partials");
   tocl::set_args(k2, arg(pv), arg(pi), arg(values), arg(indices), max_flag, has_values, static_cast<cl_long>(plan.M),
                  static_cast<cl_long>(l.nchunks), plan.g, local_bytes(local2 * acc_size),
