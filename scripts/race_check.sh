@@ -45,7 +45,7 @@ export TORCH_OPENCL_KERNEL_CLASS=gpu TORCH_OPENCL_CACHE=0 TORCH_OPENCL_FALLBACK=
 failed=0
 cd test
 for run in "${runs[@]}"; do
-  name=$(echo "$run" | tr -c 'A-Za-z0-9_.\n' '_')
+  name=$(printf '%s' "$run" | tr -cs 'A-Za-z0-9_.' '_' | cut -c1-60)
   log=$out/$name.log
   rm -f "$log"
   set +e
