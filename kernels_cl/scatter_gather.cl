@@ -110,6 +110,8 @@ inline void update(__global T_T* p, long i, ACC v, int op, int atomic) {
     STORE_T(p, i, combine(LOAD_T(p, i), v, op));
     return;
   }
+  // Each loop starts from a plain (volatile) read: a stale value only costs one more turn, since the
+  // compare-and-swap checks it (Oclgrind's race detector reports that read; it is the usual CAS loop).
 #if T_SIZE == 8
 #ifdef TOCL_INT64_ATOMICS
   volatile __global ulong* w = (volatile __global ulong*)(p + i);
