@@ -37,14 +37,16 @@ KernelForms choose(const DeviceInfo& d) {
     f.row_group = std::min<size_t>(64, max_group);
     f.cpu_register_gemm = true;
   }
-  f.elementwise_group = 1;
-  while (f.elementwise_group * 2 <= std::min<size_t>(256, max_group)) f.elementwise_group *= 2;
+  // Groups of the per-element kernels and the tree reductions: powers of two (the trees halve them), at
+  // most 256 and the device's limit.
+  size_t pow2_group = 1;
+  while (pow2_group * 2 <= std::min<size_t>(256, max_group)) pow2_group *= 2;
+  f.elementwise_group = pow2_group;
   // Reductions, scans, segmented sums: the GPU forms (see kernel_forms.h).
   f.reduce_coalesced = f.gpu();
   f.scan_parallel = f.gpu();
   f.sorted_segment_sums = f.gpu();
-  f.reduce_group = 1;  // a power of two (the trees halve it), at most 256 and the device's limit
-  while (f.reduce_group * 2 <= std::min<size_t>(256, max_group)) f.reduce_group *= 2;
+  f.reduce_group = pow2_group;
   f.reduce_fill_groups = std::max<size_t>(64, 4 * static_cast<size_t>(d.compute_units));
 
   // Row-wise families (softmax, layer norm, batch norm): their GPU forms need a power-of-two group.

@@ -19,8 +19,7 @@ std::vector<std::string> recorded;
 
 // A group past the device's limit would fail in the driver as CL_INVALID_WORK_GROUP_SIZE or
 // CL_INVALID_WORK_ITEM_SIZE; this names the kernel and both numbers.
-void check_group(int device, cl_kernel kernel, size_t items) {
-  const size_t limit = device_info(device).max_work_group_size;
+void check_group(cl_kernel kernel, size_t items, size_t limit) {
   if (limit == 0 || items <= limit) return;
   throw Error("kernel " + trace::kernel_name(kernel) + ": a work-group of " + std::to_string(items) +
               " work-items exceeds the device's limit of " + std::to_string(limit) + " per group");
@@ -50,12 +49,10 @@ std::vector<std::string> recorded_kernel_names() {
 
 void enqueue_1d(int device, int stream, cl_kernel kernel, size_t global, size_t local) {
   if (global == 0) return;
-  if (local == 0) {  // 64, or fewer where the device allows no more
-    const size_t limit = device_info(device).max_work_group_size;
-    local = limit ? std::min<size_t>(64, limit) : 64;
-  }
+  const size_t limit = device_info(device).max_work_group_size;
+  if (local == 0) local = limit ? std::min<size_t>(64, limit) : 64;  // 64, or fewer where the device allows no more
   const size_t rounded = (global + local - 1) / local * local;
-  check_group(device, kernel, local);
+  check_group(kernel, local, limit);
   count_launch(kernel);
   trace::Scope traced(device, stream, kernel);
   TOCL_CHECK(clEnqueueNDRangeKernel(queue(device, stream), kernel, 1, nullptr, &rounded, &local, 0, nullptr,
@@ -64,7 +61,7 @@ void enqueue_1d(int device, int stream, cl_kernel kernel, size_t global, size_t 
 
 void enqueue_3d(int device, int stream, cl_kernel kernel, const size_t global[3], const size_t local[3]) {
   if (global[0] == 0 || global[1] == 0 || global[2] == 0) return;
-  if (local) check_group(device, kernel, local[0] * local[1] * local[2]);
+  if (local) check_group(kernel, local[0] * local[1] * local[2], device_info(device).max_work_group_size);
   count_launch(kernel);
   trace::Scope traced(device, stream, kernel);
   TOCL_CHECK(clEnqueueNDRangeKernel(queue(device, stream), kernel, 3, nullptr, global, local, 0, nullptr,
@@ -77,7 +74,7 @@ void enqueue_nd(int device, int stream, cl_kernel kernel, cl_uint dims, const si
   if (local) {
     size_t items = 1;
     for (cl_uint d = 0; d < dims; ++d) items *= local[d];
-    check_group(device, kernel, items);
+    check_group(kernel, items, device_info(device).max_work_group_size);
   }
   count_launch(kernel);
   trace::Scope traced(device, stream, kernel);

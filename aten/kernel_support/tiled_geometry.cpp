@@ -105,7 +105,7 @@ bool tiled_launch(const at::TensorIteratorBase& iter, int nops, TiledLaunch& lau
   // 32-bit index math where every index, linear index and offset fits in an int.
   constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
   bool index64 = force_index64() || static_cast<int64_t>(launch.global[0]) > kMax || iter.numel() > kMax ||
-                 static_cast<int64_t>(launch.global[0] / (1 << group_shift)) * launch.global[1] * launch.global[2] > kMax;
+                 groups * launch.global[1] * launch.global[2] > kMax;
   for (int t = 0; t < nops && !index64; ++t) {
     int64_t extent = 0;
     for (int d = 0; d < dims; ++d) extent += (sizes[d] - 1) * std::llabs(strides[t][d]);

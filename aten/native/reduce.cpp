@@ -228,8 +228,8 @@ void split_reduced(Launch& l, int64_t R, int64_t groups, int64_t target, int64_t
 Launch choose_arg_launch(int device, const Plan& plan) {
   Launch l;
   const auto& info = tocl::device_info(device);
-  const int64_t max_local = static_cast<int64_t>(tocl::kernel_forms(device).reduce_group);
   const auto& forms = tocl::kernel_forms(device);
+  const int64_t max_local = static_cast<int64_t>(forms.reduce_group);
   // A work-item per output walking a contiguous row reads memory `R` apart across a GPU's lanes: the
   // coalesced forms keep a group per output (consecutive items on consecutive elements) for such rows.
   const bool serial_ok = !(forms.reduce_coalesced && plan.inner_contiguous);
@@ -283,7 +283,7 @@ Launch choose_launch(int device, const Plan& plan) {
   Launch l;
   const auto& info = tocl::device_info(device);
   const int64_t units = static_cast<int64_t>(info.compute_units);
-  const int64_t max_local = static_cast<int64_t>(tocl::kernel_forms(device).reduce_group);
+  const int64_t max_local = static_cast<int64_t>(forms.reduce_group);
   const int64_t target_groups = std::max<int64_t>(64, 16 * units);
   if (plan.inner_contiguous && plan.M >= std::max<int64_t>(512, 64 * units)) {
     l.kind = Kind::Serial;

@@ -242,7 +242,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_fit_tiled_gemm_plan", [](std::tuple<int, int, int, int> plan, uint64_t local_bytes, size_t element)
             -> std::optional<std::tuple<int, int, int, int>> {
     const auto [rm, rn, bk, splits] = plan;
-    const auto p = torch_opencl::fit_local_memory(torch_opencl::TiledGemmPlan{rm, rn, bk, splits}, local_bytes, element);
+    const auto p =
+        torch_opencl::fit_local_memory(torch_opencl::TiledGemmPlan{rm, rn, bk, splits}, local_bytes, element);
     if (!p) return std::nullopt;
     return std::make_tuple(p->rm, p->rn, p->bk, p->splits);
   });
