@@ -35,3 +35,34 @@ inline float round_to_half(float f) {
   u += 0xfffu + ((u >> 13) & 1u);  // round the 23-bit mantissa to 10 bits, to nearest even
   return as_float(u & ~0x1fffu);
 }
+
+// Stores into integer types: a float or double out of the integer's range (or NaN) converts as x86 CPU
+// PyTorch converts it, to the smallest int32 (int8, int16 and int32 destinations, which keep its low bits)
+// or int64 (int64 and uint8 destinations, as c10's cast to uint8 goes through int64). C and OpenCL C leave
+// such a conversion undefined; NVIDIA's saturates, so a device would otherwise disagree with CPU (and PoCL).
+// Integer sources convert as C does (keeping the low bits).
+#define TOCL_CONVERT_INTEGERS(NAME, R)                                        \
+  inline __attribute__((overloadable)) R NAME(char x) { return (R)x; }     \
+  inline __attribute__((overloadable)) R NAME(uchar x) { return (R)x; }    \
+  inline __attribute__((overloadable)) R NAME(short x) { return (R)x; }    \
+  inline __attribute__((overloadable)) R NAME(ushort x) { return (R)x; }   \
+  inline __attribute__((overloadable)) R NAME(int x) { return (R)x; }      \
+  inline __attribute__((overloadable)) R NAME(uint x) { return (R)x; }     \
+  inline __attribute__((overloadable)) R NAME(long x) { return (R)x; }     \
+  inline __attribute__((overloadable)) R NAME(ulong x) { return (R)x; }
+TOCL_CONVERT_INTEGERS(tocl_to_i32, int)
+TOCL_CONVERT_INTEGERS(tocl_to_i64, long)
+inline __attribute__((overloadable)) int tocl_to_i32(float x) {
+  return x >= -2147483648.0f && x < 2147483648.0f ? (int)x : INT_MIN;
+}
+inline __attribute__((overloadable)) long tocl_to_i64(float x) {
+  return x >= -9223372036854775808.0f && x < 9223372036854775808.0f ? (long)x : LONG_MIN;
+}
+#ifdef TOCL_FP64
+inline __attribute__((overloadable)) int tocl_to_i32(double x) {
+  return x >= -2147483648.0 && x < 2147483648.0 ? (int)x : INT_MIN;
+}
+inline __attribute__((overloadable)) long tocl_to_i64(double x) {
+  return x >= -9223372036854775808.0 && x < 9223372036854775808.0 ? (long)x : LONG_MIN;
+}
+#endif

@@ -91,6 +91,17 @@ std::string operand_defines(const std::string& prefix, ScalarType type) {
       load = "(p)[i]";
       store = "((p)[i] = (uchar)((v) != 0))";
       break;
+    case ScalarType::Char:
+    case ScalarType::Short:
+    case ScalarType::Int:  // through int32, and uint8 and int64 through int64, as x86 CPU PyTorch (prelude.cl)
+      load = "(p)[i]";
+      store = "((p)[i] = (" + t + ")tocl_to_i32(v))";
+      break;
+    case ScalarType::Byte:
+    case ScalarType::Long:
+      load = "(p)[i]";
+      store = "((p)[i] = (" + t + ")tocl_to_i64(v))";
+      break;
     default:
       load = "(p)[i]";
       store = "((p)[i] = (" + t + ")(v))";
