@@ -7,6 +7,8 @@ process; medians, ratios, and the kernels one opencl call launches.
 
     .venv/bin/python bench/bench_attention.py [--repeat 10] [--gpt-batch 32] [--forward-only] [--dropout 0.1]
                                               [--gqa 2]  (k/v heads = heads / 2, enable_gqa=True)
+                                              [--sweep]  (head dims 16..128 x seq 64..1024, 8 heads, no CPU:
+                                                          where the fused kernels beat the math path)
 
 The kernel class (CPU- or GPU-shaped forms) is the device's unless TORCH_OPENCL_KERNEL_CLASS forces one.
 """
@@ -67,6 +69,7 @@ def main():
     parser.add_argument("--forward-only", action="store_true")
     parser.add_argument("--dropout", type=float, default=0.0, help="dropout_p (the fused kernels draw the mask)")
     parser.add_argument("--gqa", type=int, default=1, help="query heads per k/v head (enable_gqa=True)")
+    parser.add_argument("--sweep", action="store_true", help="head dims x sequence lengths, fused against math")
     args = parser.parse_args()
     global DROPOUT, GQA
     DROPOUT, GQA = args.dropout, args.gqa
@@ -79,8 +82,11 @@ def main():
     print(f"{'shape (B, H, L, D)':<24}{'cpu ms':>9}{'math ms':>10}{'fused ms':>10}{'fused/math':>12}{'fused/cpu':>11}"
           f"{'launches math/fused':>21}")
     shapes = {"transformer": (16, 4, 64, 16), "gpt": (args.gpt_batch, 6, 256, 64)}
+    if args.sweep:  # 8 heads, 98304 query rows a call
+        shapes = {f"d{dim} s{seq}": (max(1, 12288 // seq), 8, seq, dim) for dim in (16, 32, 64, 128)
+                  for seq in (64, 256, 1024)}
     for name, shape in shapes.items():
-        cpu = measure(shape, "cpu", None, args.repeat, args.forward_only)
+        cpu = float("nan") if args.sweep else measure(shape, "cpu", None, args.repeat, args.forward_only)
         math = measure(shape, "opencl", SDPBackend.MATH, args.repeat, args.forward_only)
         fused = measure(shape, "opencl", SDPBackend.OVERRIDEABLE, args.repeat, args.forward_only)
         with sdpa_kernel(SDPBackend.MATH):

@@ -4,6 +4,7 @@
 //   DH      the head-dim bucket: q/k and v head dims are at most DH (private arrays need a size)
 //   BM, BN  the tiled (GPU) form: rows per work-group, keys (or queries) per local-memory tile
 //   TV, TI  the rows (CPU) form: vectors of VR = 16 rows' values in T, and the matching comparison type
+//   HD_FIXED   1 where both head dims equal DH (the tiled form's unrolled loops, below)
 //   EXACT_LSE  1 where the forward's float32 logsumexp is too coarse for T (double): the backward
 //              recomputes it
 // Grouped-query attention: k and v have Hk heads, H a multiple of them; query head h reads k/v head
@@ -32,10 +33,21 @@
 #define ATTN_INPUTS                                                                                            \
   __global const T *q, ulong q_off, long4 sq, __global const T *k, ulong k_off, long4 sk, __global const T *v, \
       ulong v_off, long4 sv, __global const T *bias, ulong bias_off, long4 sb, int has_bias, long B, long H,   \
-      long Hk, long Lq, long Lk, int D, int Dv, T scale, int causal, int dropout, uint keep_below,             \
+      long Hk, long Lq, long Lk, int D_in, int Dv_in, T scale, int causal, int dropout, uint keep_below,             \
       T drop_scale, ulong seed, ulong drop_block
 
 #define DROP_ARGS seed, drop_block, keep_below, drop_scale
+
+// The head dims D (q and k) and Dv (v): DH itself where HD_FIXED (both equal the bucket), so that the
+// loops over them unroll and the private rows (qs, acc, ...) stay in registers instead of the slow
+// memory a GPU gives a private array indexed at run time; otherwise the call's.
+#if HD_FIXED
+#define D DH
+#define Dv DH
+#else
+#define D D_in
+#define Dv Dv_in
+#endif
 
 // Dropout's factor for score element e (see above): drop_scale where it is kept, else 0. memo keeps the block
 // last drawn, so consecutive elements draw each block once.
@@ -80,9 +92,9 @@ inline Part part_of(long id, int per, long rows, long H) {
 }
 
 // qs . k_row + bias, qs already scaled.
-inline T score_local(const T *qs, __local const T *kr, int D, T bias_v) {
+inline T score_local(const T *qs, __local const T *kr, int dims, T bias_v) {
   T x = 0;
-  for (int d = 0; d < D; ++d) x += qs[d] * kr[d];
+  for (int d = 0; d < dims; ++d) x += qs[d] * kr[d];
   return x + bias_v;
 }
 
@@ -162,7 +174,7 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_forward_
     }
 #define VROW(c) (vt + (c) * Dv)
 #define Z(c) drop_factor((bh * Lq + i) * Lk + j0 + (c), &drawn, DROP_ARGS)
-    ONLINE_STEP(s, Z, n, VROW, 1)
+    ONLINE_STEP(s, Z, BN, VROW, 1)  // all BN: s[c] is -inf past n, and a constant bound keeps s in registers
 #undef VROW
 #undef Z
   }
@@ -306,8 +318,10 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
 
 // TV passes by value between the helpers below; on x86 without AVX-512 clang notes that 16 floats
 // "change the ABI" (-Wpsabi). Caller and callee always compile together, as in vec16.cl: silenced.
-#ifdef __clang__
+#if defined(__clang__) && defined(__has_warning)
+#if __has_warning("-Wpsabi")  // NVIDIA's clang-based compiler does not know the group
 #pragma clang diagnostic ignored "-Wpsabi"
+#endif
 #endif
 
 #define LANES ((TV)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
@@ -342,9 +356,9 @@ inline void scatter_rows(__global T *p, long rs, int live, TV x) {
 inline TV prob_v(TV s, TV lse, TI dead) { return select(exp(s - lse), (TV)0, dead | (s == (TV)(-INFINITY))); }
 
 // The lanes' scores against one row kr of the other operand (element d at kr[d * es]), qs scaled.
-inline TV score_rows(const TV *qs, __global const T *kr, long es, int D) {
+inline TV score_rows(const TV *qs, __global const T *kr, long es, int dims) {
   TV x = 0;
-  for (int d = 0; d < D; ++d) x += qs[d] * (TV)(kr[d * es]);
+  for (int d = 0; d < dims; ++d) x += qs[d] * (TV)(kr[d * es]);
   return x;
 }
 

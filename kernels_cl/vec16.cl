@@ -5,8 +5,10 @@
 // ACC16 (16 floats) passes by value between these helpers and the built-ins; on x86 without AVX-512
 // clang notes that this "changes the ABI" (-Wpsabi). Caller and callee always compile together in one
 // program, so no ABI can differ: the note is silenced rather than shown to every user.
-#ifdef __clang__
+#if defined(__clang__) && defined(__has_warning)
+#if __has_warning("-Wpsabi")  // NVIDIA's clang-based compiler does not know the group
 #pragma clang diagnostic ignored "-Wpsabi"
+#endif
 #endif
 
 #define PASTE_(a, b) a##b

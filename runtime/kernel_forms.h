@@ -101,6 +101,10 @@ struct KernelForms {
   bool attention_tiled = false;
   size_t attention_rows = 64;
   size_t attention_tile_bytes = 16384;
+  // F.scaled_dot_product_attention takes the fused kernels for head dims up to this and the math path
+  // (GEMMs and a softmax) above it, unless the user's sdpa_kernel asks otherwise: a work-item per row
+  // walks every key serially, which loses to GEMMs on a GPU once a row is long (bench_attention.py --sweep).
+  size_t attention_fused_max_head_dim = 128;
 
   // ---- Index checks of nll_loss targets, embedding indices and compiled graphs' indirect loads ----
   // Deferred (runtime/deferred_errors.h): the bad index is recorded on the device and raised at the next

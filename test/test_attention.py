@@ -2,7 +2,8 @@
 
 Forward and the three gradients against CPU PyTorch (its math path), that the fused kernels are the ones
 that ran, that what they do not take still runs (on the math path), clear errors, and torch.compile.
-Head dims fall into three program buckets (<= 32, <= 64, <= 128) per dtype: the cases below use few.
+Head dims fall into three program buckets (<= 32, <= 64, <= 128) per dtype, and <= 16 in the GPU form, which
+compiles the dims in where they equal the bucket: the cases below use few.
 """
 import math
 
@@ -50,6 +51,37 @@ def qkv(b, h, lq, lk, d, dv=None, dtype=torch.float32):
 @pytest.fixture(autouse=True)
 def seeded():
     torch.manual_seed(0)
+
+
+@pytest.fixture(autouse=True)
+def prefer_fused(request):
+    """The fused kernels wherever they can take a call, whatever head dim the device's own choice would send to
+    the math path (test_the_device_chooses_by_head_dim_unless_asked checks that choice)."""
+    if request.node.name == "test_the_device_chooses_by_head_dim_unless_asked":
+        yield
+        return
+    with sdpa_kernel([SDPBackend.OVERRIDEABLE, SDPBackend.MATH], set_priority=True):
+        yield
+
+
+def test_the_device_chooses_by_head_dim_unless_asked():
+    """The GPU form walks a row's keys serially and loses to the math path's GEMMs beyond head dim 32 on an
+    H100; the CPU form wins at every head dim (runtime/kernel_forms.cpp). sdpa_kernel overrides the choice."""
+    choice = torch._fused_sdp_choice
+    limit = 32 if kernel_class() == "gpu" else 128
+    for d in (16, 32, 64, 128):
+        q, k, v = (t.to(DEV) for t in qkv(1, 2, 8, 8, d))
+        want = SDPBackend.OVERRIDEABLE if d <= limit else SDPBackend.MATH
+        assert choice(q, k, v, is_causal=True) == want.value, d
+        with sdpa_kernel([SDPBackend.OVERRIDEABLE, SDPBackend.MATH], set_priority=True):
+            assert choice(q, k, v, is_causal=True) == SDPBackend.OVERRIDEABLE.value
+        with sdpa_kernel(SDPBackend.OVERRIDEABLE):
+            assert choice(q, k, v, is_causal=True) == SDPBackend.OVERRIDEABLE.value
+        with sdpa_kernel(SDPBackend.MATH):
+            assert choice(q, k, v, is_causal=True) == SDPBackend.MATH.value
+    # Either way the answer is CPU's.
+    q, k, v = qkv(1, 2, 8, 8, 64)
+    check_against_cpu(q, k, v, is_causal=True)
 
 
 def test_bench_transformer_views_causal_are_fused():

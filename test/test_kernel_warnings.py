@@ -54,6 +54,7 @@ loss = loss + (x @ torch.randn(70, 8, device=dev)).sum()                        
 qa = torch.randn(1, 2, 5, 8, device=dev, requires_grad=True)
 loss = loss + F.scaled_dot_product_attention(qa, qa, qa, is_causal=True).sum()               # attention.cl
 F.scaled_dot_product_attention(*[qa.detach().double()] * 3)
+F.scaled_dot_product_attention(*[torch.randn(1, 2, 5, 32, device=dev)] * 3)                 # head dim = bucket (gpu)
 loss.backward()
 params = [torch.randn(10, device=dev, requires_grad=True) for _ in range(2)]
 sum(p.sum() for p in params).backward()
