@@ -8,8 +8,11 @@
 #   bash scripts/gpu_session.sh DIR OUT bench   # build, then bench_vs_cuda (--fp32-cuda), bench_attention,
 #                                               # bench_compile, the Winograd/im2col comparison
 #
-# DIR holds a copy of ../shared/gpu (see scripts/gpu_machine.sh). Each step runs under a time limit of
-# its own so that one slow step still leaves the others' logs.
+# DIR holds a copy of ../shared/gpu (see scripts/gpu_machine.sh) and DIR/wheels the test dependencies the
+# machine lacks (`pip download --no-deps -d DIR/wheels expecttest "hypothesis<6.150" pytest-xdist execnet
+# sortedcontainers attrs`: without expecttest three test modules are not collected). Each step runs under a
+# time limit of its own so that one slow step still leaves the others' logs. The suite took 224 s with 16
+# workers; the bench phase about 120 s, and its attention sweep 60-90 s more.
 set -uo pipefail
 gpu_dir="${1:?usage: bash scripts/gpu_session.sh DIR-with-shared-gpu OUT suite|bench}"
 out="${2:?usage: bash scripts/gpu_session.sh DIR OUT suite|bench}"
@@ -40,6 +43,7 @@ case "$phase" in
   bench)
     step bench_vs_cuda 300 python3 bench/bench_vs_cuda.py --fp32-cuda --json "$out/bench_vs_cuda.json"
     step bench_attention 60 python3 bench/bench_attention.py
+    step bench_attention_sweep 90 python3 bench/bench_attention.py --sweep --repeat 5
     step bench_compile 120 python3 bench/bench_compile.py --steps 10 --only mlp,transformer,gelu_mlp,layernorm,attention
     step bench_winograd 60 python3 bench/bench_conv.py --winograd --batch 128
     ;;
