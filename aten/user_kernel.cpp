@@ -3,6 +3,7 @@
 #include <c10/core/ScalarType.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <limits>
@@ -47,6 +48,12 @@ std::string signature_text(const tocl::KernelSignature& k) {
   return s + ")";
 }
 
+std::string accepted_names(const std::vector<c10::ScalarType>& accepted) {
+  std::string names;
+  for (auto a : accepted) names += (names.empty() ? "" : " or ") + dtype_name(a);
+  return names;
+}
+
 std::string describe(const KernelArgument& a) {
   if (std::holds_alternative<at::Tensor>(a)) return "a tensor";
   if (std::holds_alternative<int64_t>(a)) return "an int";
@@ -54,25 +61,31 @@ std::string describe(const KernelArgument& a) {
   return "LocalMemory";
 }
 
-// The bytes of a scalar argument converted to the parameter's type, range-checked.
-std::vector<unsigned char> scalar_bytes(const tocl::KernelSignature& k, const tocl::KernelParam& p,
-                                        const KernelArgument& a) {
-  const std::string where = "kernel '" + k.name + "', parameter '" + p.text + "'";
-  std::vector<unsigned char> out;
+// A scalar argument's bytes in its parameter's type (at most a long or double).
+struct ScalarBytes {
+  unsigned char data[8];
+  size_t size = 0;
+};
+
+// The bytes of a scalar argument converted to the parameter's type, range-checked. (Messages are built
+// only for a failing check: this runs for every launch of a compiled graph's kernels.)
+ScalarBytes scalar_bytes(const tocl::KernelSignature& k, const tocl::KernelParam& p, const KernelArgument& a) {
+  const auto where = [&] { return "kernel '" + k.name + "', parameter '" + p.text + "'"; };
+  ScalarBytes out;
   auto put = [&](auto value) {
-    out.resize(sizeof(value));
-    std::memcpy(out.data(), &value, sizeof(value));
+    out.size = sizeof(value);
+    std::memcpy(out.data, &value, sizeof(value));
   };
   if (p.type == "float" || p.type == "double") {
     double v = 0;
     if (std::holds_alternative<double>(a)) v = std::get<double>(a);
     else if (std::holds_alternative<int64_t>(a)) v = static_cast<double>(std::get<int64_t>(a));
-    else TORCH_CHECK_TYPE(false, where, " takes a number; got ", describe(a));
+    else TORCH_CHECK_TYPE(false, where(), " takes a number; got ", describe(a));
     if (p.type == "float") put(static_cast<float>(v));
     else put(v);
     return out;
   }
-  TORCH_CHECK_TYPE(std::holds_alternative<int64_t>(a), where, " takes an int; got ", describe(a),
+  TORCH_CHECK_TYPE(std::holds_alternative<int64_t>(a), where(), " takes an int; got ", describe(a),
                    std::holds_alternative<double>(a) ? " (a float is not truncated silently: pass int(value))" : "");
   const int64_t v = std::get<int64_t>(a);
   auto check_range = [&](auto type_tag) {
@@ -81,7 +94,7 @@ std::vector<unsigned char> scalar_bytes(const tocl::KernelSignature& k, const to
                           ? v >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
                                 v <= static_cast<int64_t>(std::numeric_limits<T>::max())
                           : v >= 0 && static_cast<uint64_t>(v) <= static_cast<uint64_t>(std::numeric_limits<T>::max());
-    TORCH_CHECK_VALUE(fits, where, ": ", v, " does not fit in ", p.type);
+    TORCH_CHECK_VALUE(fits, where(), ": ", v, " does not fit in ", p.type);
     put(static_cast<T>(v));
   };
   if (p.type == "char") check_range(int8_t{});
@@ -92,7 +105,7 @@ std::vector<unsigned char> scalar_bytes(const tocl::KernelSignature& k, const to
   else if (p.type == "uint") check_range(uint32_t{});
   else if (p.type == "long") check_range(int64_t{});
   else if (p.type == "ulong") check_range(uint64_t{});
-  else TORCH_CHECK(false, where, ": type ", p.type, " cannot be passed");
+  else TORCH_CHECK(false, where(), ": type ", p.type, " cannot be passed");
   return out;
 }
 
@@ -102,6 +115,10 @@ UserProgram::UserProgram(const std::string& source, std::string options)
     : parsed_(tocl::parse_kernels(source)), options_(std::move(options)) {
   TORCH_CHECK_VALUE(!parsed_.kernels.empty(),
                     "The source defines no kernel: write at least one '__kernel void name(...) { ... }'");
+  for (const auto& k : parsed_.kernels) {
+    accepted_.emplace_back();
+    for (const auto& p : k.params) accepted_.back().push_back(dtypes_for(p.type));
+  }
 }
 
 size_t UserProgram::kernel_index(const std::string& name) const {
@@ -140,59 +157,56 @@ void UserProgram::launch(size_t index, const std::vector<KernelArgument>& args, 
   const auto& k = parsed_.kernels[index];
   TORCH_CHECK_TYPE(args.size() == k.params.size(), "kernel '", k.name, "' takes ", k.params.size(),
                    " argument(s), got ", args.size(), ": ", signature_text(k));
-  // Everything is checked before the first clSetKernelArg, so a bad call changes nothing.
+  // Everything is checked before the first clSetKernelArg, so a bad call changes nothing. The messages
+  // are built only for a failing check: this runs for every launch of a compiled graph's kernels.
   int device = -1;
   const at::Tensor* first_tensor = nullptr;
+  const auto where = [&](size_t i) {
+    return "kernel '" + k.name + "', argument " + std::to_string(i) + " ('" + k.params[i].text + "')";
+  };
+  std::vector<tocl::Resolved> resolved(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& p = k.params[i];
-    const std::string where = "kernel '" + k.name + "', argument " + std::to_string(i) + " ('" + p.text + "')";
     const bool pointer = p.kind == Kind::global_pointer || p.kind == Kind::constant_pointer;
     if (p.kind == Kind::local_pointer) {
-      TORCH_CHECK_TYPE(std::holds_alternative<LocalMemory>(args[i]), where,
+      TORCH_CHECK_TYPE(std::holds_alternative<LocalMemory>(args[i]), where(i),
                        " is __local memory: pass torch.opencl.LocalMemory(nbytes); got ", describe(args[i]));
-      TORCH_CHECK_VALUE(std::get<LocalMemory>(args[i]).bytes > 0, where, ": LocalMemory needs at least one byte");
+      TORCH_CHECK_VALUE(std::get<LocalMemory>(args[i]).bytes > 0, where(i), ": LocalMemory needs at least one byte");
       continue;
     }
     if (!pointer) continue;  // scalars are converted (and checked) below
-    TORCH_CHECK_TYPE(std::holds_alternative<at::Tensor>(args[i]), where, " takes a tensor; got ", describe(args[i]));
+    TORCH_CHECK_TYPE(std::holds_alternative<at::Tensor>(args[i]), where(i), " takes a tensor; got ",
+                     describe(args[i]));
     const auto& t = std::get<at::Tensor>(args[i]);
-    TORCH_CHECK(t.defined(), where, ": the tensor is undefined");
-    TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1, where, ": expected an opencl tensor, got one on ",
-                t.device(), " (move it with .to('opencl'))");
+    TORCH_CHECK(t.defined(), where(i), ": the tensor is undefined");
+    TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1, where(i),
+                ": expected an opencl tensor, got one on ", t.device(), " (move it with .to('opencl'))");
     if (first_tensor == nullptr) {
       first_tensor = &t;
       device = t.device().index();
     }
-    TORCH_CHECK(t.device().index() == device, where, " is on ", t.device(), " but ", first_tensor->device(),
+    TORCH_CHECK(t.device().index() == device, where(i), " is on ", t.device(), " but ", first_tensor->device(),
                 " holds an earlier tensor argument: all tensors of a launch must be on one device");
-    const auto accepted = dtypes_for(p.type);
-    if (!accepted.empty()) {
-      bool ok = false;
-      std::string names;
-      for (auto a : accepted) {
-        ok = ok || t.scalar_type() == a;
-        names += (names.empty() ? "" : " or ") + dtype_name(a);
-      }
-      TORCH_CHECK_TYPE(ok, where, " points to ", p.type, " and needs a ", names, " tensor; got ",
-                       dtype_name(t.scalar_type()));
-    }
-    TORCH_CHECK(!require_contiguous || t.is_contiguous(), where,
+    const auto& accepted = accepted_[index][i];
+    TORCH_CHECK_TYPE(accepted.empty() || std::find(accepted.begin(), accepted.end(), t.scalar_type()) != accepted.end(),
+                     where(i), " points to ", p.type, " and needs a ", accepted_names(accepted), " tensor; got ",
+                     dtype_name(t.scalar_type()));
+    TORCH_CHECK(!require_contiguous || t.is_contiguous(), where(i),
                 " is a plain pointer, which walks memory contiguously, but the tensor is not contiguous (sizes ",
                 t.sizes(), ", strides ", t.strides(),
                 "). Pass x.contiguous() (for an output, copy the result back afterwards), or compile with "
                 "require_contiguous=False if the kernel indexes with strides you pass it.");
+    if (t.storage().data()) resolved[i] = tocl::resolve(t.const_data_ptr());
     if (t.numel() > 0 && t.storage().data()) {
       const size_t align = tocl::builtin_type_size(p.type);
-      if (align > 1) {
-        const size_t offset = tocl::resolve(t.const_data_ptr()).offset;
-        TORCH_CHECK(offset % align == 0, where, ": the tensor's first element sits at byte ", offset,
-                    " of its buffer, which is not a multiple of ", align, " (the alignment of ", p.type,
-                    "); pass a view whose offset is a multiple of ", align / t.element_size(), " elements");
-      }
+      TORCH_CHECK(align <= 1 || resolved[i].offset % align == 0, where(i), ": the tensor's first element sits at byte ",
+                  resolved[i].offset, " of its buffer, which is not a multiple of ", align, " (the alignment of ",
+                  p.type, "); pass a view whose offset is a multiple of ", align / std::max<size_t>(1, t.element_size()),
+                  " elements");
     }
   }
   if (device < 0) device = tocl::current_device();
-  std::vector<std::vector<unsigned char>> scalars(args.size());
+  std::vector<ScalarBytes> scalars(args.size());
   for (size_t i = 0; i < args.size(); ++i)
     if (k.params[i].kind == Kind::scalar) scalars[i] = scalar_bytes(k, k.params[i], args[i]);
 
@@ -222,14 +236,11 @@ void UserProgram::launch(size_t index, const std::vector<KernelArgument>& args, 
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& p = k.params[i];
     if (p.kind == Kind::global_pointer || p.kind == Kind::constant_pointer) {
-      const auto& t = std::get<at::Tensor>(args[i]);
-      tocl::Resolved r;
-      if (t.storage().data()) r = tocl::resolve(t.const_data_ptr());
-      setter.set(r.buffer).set(static_cast<cl_ulong>(r.offset));
+      setter.set(resolved[i].buffer).set(static_cast<cl_ulong>(resolved[i].offset));
     } else if (p.kind == Kind::local_pointer) {
       setter.set(tocl::LocalArg{std::get<LocalMemory>(args[i]).bytes});
     } else {
-      setter.set(tocl::RawArg{scalars[i].size(), scalars[i].data()});
+      setter.set(tocl::RawArg{scalars[i].size, scalars[i].data});
     }
   }
   tocl::enqueue_nd(device, tocl::current_stream(device), kernel, static_cast<cl_uint>(dims), sizes.threads.data(),

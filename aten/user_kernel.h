@@ -60,6 +60,7 @@ class UserProgram {
   std::mutex mutex_;
   std::map<int, cl_program> programs_;
   std::map<std::pair<int, size_t>, size_t> max_groups_;  // (device, kernel) -> CL_KERNEL_WORK_GROUP_SIZE
+  std::vector<std::vector<std::vector<c10::ScalarType>>> accepted_;  // [kernel][param]: dtypes a pointer takes
 };
 
 }  // namespace torch_opencl
