@@ -74,6 +74,23 @@ def test_pointwise_broadcast_views_forms():
     assert_close(got, want)
 
 
+def test_float_to_integer_conversions_forms():
+    """Out-of-range and NaN floats convert as CPU PyTorch converts them (C leaves it undefined; NVIDIA
+    saturates): through int32 for int8/16/32, through int64 for int64 and uint8 (kernels_cl/prelude.cl)."""
+    def fn(x):
+        y = x * 2
+        return y.to(torch.int8), y.to(torch.int16), y.int(), y.long(), y.to(torch.uint8)
+
+    big = [float("nan"), float("inf"), -float("inf"), 1.5e9, -1.5e9, 5e19, -5e19, 150.35, -150.35, 63.9, -64.4,
+           0.25, -0.25, 2.0**30, -(2.0**30), 2.0**62, -(2.0**62), 40000.0, -40000.0]
+    for dtype in (torch.float32, torch.float64):
+        x = torch.tensor(big, dtype=dtype)
+        with native_only():
+            got = torch.compile(fn)(x.to(DEV))
+        for g, w in zip(got, fn(x)):
+            assert g.dtype == w.dtype and torch.equal(g.cpu(), w), (g.cpu(), w)
+
+
 def test_half_bfloat16_double_forms():
     """float16 and bfloat16 are loaded to float, computed in float and rounded when stored (Inductor's
     semantics; eager rounds after each op, which exp() amplifies in bfloat16, so the reference computes

@@ -133,6 +133,11 @@ class OpenCLOverrides(OpOverrides):
                 return f"((float)({x}))"
             rounding = "tocl_round_half" if dtype == torch.float16 else "tocl_round_bf16"
             return f"{rounding}((float)({x}))"
+        # Out-of-range floats convert as x86 CPU PyTorch converts them, on every device (prelude.cl).
+        if dtype in (torch.int8, torch.int16, torch.int32):
+            return f"(({compute_type(dtype)})tocl_to_i32({x}))"
+        if dtype in (torch.int64, torch.uint8):
+            return f"(({compute_type(dtype)})tocl_to_i64({x}))"
         return f"(({compute_type(dtype)})({x}))"
 
     @staticmethod
