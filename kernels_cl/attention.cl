@@ -33,7 +33,7 @@
 #define ATTN_INPUTS                                                                                            \
   __global const T *q, ulong q_off, long4 sq, __global const T *k, ulong k_off, long4 sk, __global const T *v, \
       ulong v_off, long4 sv, __global const T *bias, ulong bias_off, long4 sb, int has_bias, long B, long H,   \
-      long Hk, long Lq, long Lk, int D_in, int Dv_in, T scale, int causal, int dropout, uint keep_below,             \
+      long Hk, long Lq, long Lk, int D_in, int Dv_in, T scale, int causal, int dropout, uint keep_below,       \
       T drop_scale, ulong seed, ulong drop_block
 
 #define DROP_ARGS seed, drop_block, keep_below, drop_scale

@@ -62,8 +62,9 @@ KernelForms choose(const DeviceInfo& d) {
   f.attention_rows = 1;
   while (f.attention_rows * 2 <= std::min<size_t>(f.gpu() ? 64 : 4, max_group)) f.attention_rows *= 2;
   f.attention_tile_bytes = std::max<size_t>(4096, (d.local_mem_size ? d.local_mem_size : 32768) / 2);
-  // H100, causal forward + backward: fused 0.35x math's time at head dim 16 (seq 64), about math's at 64
-  // (seq 256), 11x at 128 (seq 1024). The CPU form beats the math path at every head dim it takes.
+  // H100, causal forward + backward (bench_attention.py --sweep): the fused kernels took 0.52-0.63x the
+  // math path's time at head dim 32 (seq 64-1024), 1.4-1.6x at 64 and 11x at 128 (seq 1024). On PoCL the
+  // CPU form took 0.33x and 0.76x the math path's time at head dims 16 and 64.
   f.attention_fused_max_head_dim = f.gpu() ? 32 : 128;
 
   const char* sync_checks = std::getenv("TORCH_OPENCL_SYNC_INDEX_CHECKS");

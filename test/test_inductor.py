@@ -133,6 +133,45 @@ def test_reductions_along_each_dim_forms():
     assert_close(got, want, rtol=1e-4, atol=1e-4)
 
 
+def test_column_reductions_forms():
+    """Reductions over a non-contiguous dim (bias and layer norm weight gradients): in the GPU form a work-group
+    takes 32 adjacent outputs (x_lane), so that its loads are adjacent; shapes whose outputs are not a multiple
+    of 32 keep a work-group per output."""
+    from torch._inductor.utils import run_and_get_code
+
+    def fn(x, w, y):
+        z = x * w
+        return (z.sum(0), x.amax(0), x.argmin(0), torch.var_mean(x, dim=0), (x > 0.5).any(0), y.sum(0),
+                y.amax(0), x.reshape(8, 64, 96).sum(1))  # fmt: skip
+
+    x, w, y = torch.randn(512, 96), torch.randn(512, 96), torch.randn(300, 45)
+    x[7, 3] = float("nan")
+    want = fn(x, w, y)
+    with native_only():
+        got = torch.compile(fn)(x.to(DEV), w.to(DEV), y.to(DEV))
+    assert_close(got, want, rtol=1e-4, atol=1e-4)
+    # Inductor marks a column reduction OUTER where it splits it in two (on a device of several compute
+    # units); both stages then take the column form in the GPU class, and the CPU class never does.
+    torch._dynamo.reset()
+    with native_only():
+        total, (code, *_) = run_and_get_code(torch.compile(lambda a: (a * 2).sum(0)), x.to(DEV))
+    assert_close(total, (x * 2).sum(0), rtol=1e-4, atol=1e-4)
+    split = code.count("__kernel void") == 2
+    gpu_form = torch.opencl.get_device_properties(0).kernel_class == "gpu"
+    assert code.count("x_lane = get_local_id(0)") == (2 if gpu_form and split else 0)
+
+    # Layer norm's weight and bias gradients, and a linear layer's bias gradient, through backward.
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 96), nn.LayerNorm(96))
+    dev_model = copy.deepcopy(model).to(DEV)
+    inp = torch.randn(256, 64)
+    model(inp).square().mean().backward()
+    with native_only():
+        torch.compile(dev_model)(inp.to(DEV)).square().mean().backward()
+    for p, ref in zip(dev_model.parameters(), model.parameters()):
+        assert_close(p.grad, ref.grad, rtol=1e-3, atol=1e-5)
+
+
 def test_norms_train_forms():
     """Welford-style reductions and their pointwise epilogues, forward and backward."""
     torch.manual_seed(0)

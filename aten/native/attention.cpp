@@ -155,7 +155,8 @@ cl_kernel kernel_for(int device, c10::ScalarType type, const Plan& p, const char
       const std::string t = storage_type(type);
       const std::string source = program_prelude({type}) + "#define T " + t + "\n#define DH " + std::to_string(p.dh) +
                                  "\n#define BM " + std::to_string(p.bm) + "\n#define BN " + std::to_string(p.bn) +
-                                 "\n#define HD_FIXED " + (p.hd_fixed ? "1" : "0") + "\n#define EXACT_LSE " + (type == at::kDouble ? "1" : "0") + "\n#define TV " + t +
+                                 "\n#define HD_FIXED " + (p.hd_fixed ? "1" : "0") +
+                                 "\n#define EXACT_LSE " + (type == at::kDouble ? "1" : "0") + "\n#define TV " + t +
                                  "16\n#define TI " + (type == at::kDouble ? "long16" : "int16") + "\n" +
                                  tocl::embedded_sources().at("attention.cl");
       slot = tocl::get_program(device, source);

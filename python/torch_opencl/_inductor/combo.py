@@ -43,10 +43,11 @@ def combo_key(kernel: OpenCLKernel):
     A combined kernel needs static sizes (its sub-kernels' ranges follow one another). In the CPU form
     any sub-kernels combine (each work-item loops over its chunk of each); in the GPU form pointwise
     kernels combine with pointwise ones, and reductions with reductions of the same work-group size
-    (a work-group per row: a whole work-group takes one branch, so its barriers stay uniform)."""
+    (a work-group per row: a whole work-group takes one branch, so its barriers stay uniform); the
+    column form of a reduction stays alone."""
     import sympy
 
-    if not all(isinstance(n, sympy.Integer) for n in kernel.numels.values()):
+    if not all(isinstance(n, sympy.Integer) for n in kernel.numels.values()) or kernel.form.columns > 1:
         return None
     if kernel.form.chunked:
         return "chunked"

@@ -11,6 +11,10 @@ class (runtime/kernel_forms.h) choosing the form of reductions:
 * GPU form, pointwise: one work-item per output element, bound-checked.
 * GPU form, reductions: one work-group of RG work-items per output row; each strides over the row,
   then the partial results meet in local memory (a tree of RG/2, RG/4, ... steps).
+* GPU form, reductions over a non-contiguous dim (Inductor's OUTER hint: a bias gradient, layer norm's
+  weight gradient, the second stage of a split reduction): a work-group takes COLUMNS adjacent outputs
+  (x_lane) times RG slices of the reduced index, so that a warp's loads are adjacent in memory; one
+  output per work-group would read the column with a stride, one cache line per element.
 
 Each reduction loop is a "phase"; code after a reduction that reads its result (the normalisation of a
 layer norm, the division of a softmax) runs in the next phase's loop, as Triton's looped reductions do.
@@ -27,6 +31,7 @@ import sympy
 import torch
 from torch._inductor.codegen.common import CSE, DeferredLine, IndentedBuffer
 from torch._inductor.codegen.simd import IterationRangesEntry, SIMDKernel
+from torch._inductor.runtime.hints import ReductionHint
 from torch._inductor.utils import get_kernel_metadata  # noqa: F401  (re-exported for scheduling)
 from torch._inductor.virtualized import V
 from torch.utils._ordered_set import OrderedSet
@@ -43,7 +48,7 @@ _ACC_DTYPE = {torch.float16: torch.float32, torch.bfloat16: torch.float32, torch
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
-_INDEX_NAME = re.compile(r"^(x|y|z|r\d+_)(\d+|index)$|^r0_lid$")
+_INDEX_NAME = re.compile(r"^(x|y|z|r\d+_)(\d+|index)$|^r0_lid$|^x_lane$")
 
 
 class TypedCSE(CSE):
@@ -77,8 +82,10 @@ class LaunchForm:
 
     CPU_GROUP = 8  # work-items per work-group in the CPU form
     CPU_GROUPS_PER_UNIT = 4  # work-groups per compute unit: PoCL runs a work-group on one core
+    COLUMNS = 32  # adjacent outputs of a work-group in the column form: 128-byte reads of floats
 
-    def __init__(self, device: torch.device, reduction: bool, xnumel: sympy.Expr, rnumel: sympy.Expr):
+    def __init__(self, device: torch.device, reduction: bool, xnumel: sympy.Expr, rnumel: sympy.Expr,
+                 outer: bool = False):
         from .. import device_module
 
         props = device_module.get_device_properties(device)
@@ -86,9 +93,17 @@ class LaunchForm:
         self.chunked = not self.gpu  # the CPU form: loops over contiguous chunks of outputs
         self.group = int(props.row_group)  # 256 on GPUs (runtime/kernel_forms.cpp)
         self.row_group = 1  # work-items per reduction row
+        self.columns = 1  # adjacent outputs per work-group (the column form: more than 1)
         if self.chunked:
             self.group = self.CPU_GROUP
             self.max_threads = max(1, int(props.compute_units)) * self.CPU_GROUPS_PER_UNIT * self.CPU_GROUP
+        elif reduction and outer and isinstance(xnumel, sympy.Integer) and int(xnumel) % self.COLUMNS == 0 \
+                and self.group >= 2 * self.COLUMNS:
+            # The column form (whole groups of outputs only: no work-item idles past the last one).
+            self.columns = self.COLUMNS
+            self.row_group = self.group // self.COLUMNS
+            if isinstance(rnumel, sympy.Integer):
+                self.row_group = max(2, min(self.row_group, 1 << max(0, int(rnumel) - 1).bit_length()))
         elif reduction:
             self.row_group = self.group
             if isinstance(rnumel, sympy.Integer):  # a short row needs no wider group than itself
@@ -96,7 +111,8 @@ class LaunchForm:
 
     @property
     def group_rows(self) -> bool:
-        """One work-group per output row (the GPU form of a reduction)."""
+        """A work-group's items share output rows (the GPU forms of a reduction): one row, or in the
+        column form `columns` adjacent ones."""
         return self.row_group > 1
 
 
@@ -129,7 +145,9 @@ class OpenCLKernel(SIMDKernel):
         rnumel = self.numels.get("r0_", sympy.S.One)
         if any(p not in ("x", "r0_") for p in self.numels):
             raise Unsupported(f"tiling {dict(self.numels)}")
-        self.form = LaunchForm(V.graph.get_current_device_or_throw(), self.features.is_reduction(), xnumel, rnumel)
+        reduction = self.features.is_reduction()
+        outer = reduction and self.features.get_reduction_hint() in (ReductionHint.OUTER, ReductionHint.OUTER_TINY)
+        self.form = LaunchForm(V.graph.get_current_device_or_throw(), reduction, xnumel, rnumel, outer)
 
     def invariant(self, expr: str) -> bool:
         """True if `expr` is the same for every output of the kernel and may be computed before the loop
@@ -295,12 +313,17 @@ class OpenCLKernel(SIMDKernel):
         updating a{i}."""
         if not self.form.group_rows:
             return [a for a, _ in accs]
-        rg = self.form.row_group
+        rg, cols = self.form.row_group, self.form.columns
+        # Slots: [r0_lid] for one row, [r0_lid * cols + x_lane] for the column form's adjacent rows.
+        mine, partner, result = (
+            ("r0_lid", "r0_lid + s", "0") if cols == 1 else
+            (f"r0_lid * {cols} + x_lane", f"(r0_lid + s) * {cols} + x_lane", "x_lane")
+        )
         locals_ = []
         for acc, dtype in accs:
             arr = f"{acc}_local"
-            self.kernel_scope.writeline(f"__local {compute_type(dtype)} {arr}[{rg}];")
-            self.post_loop_combine.writeline(f"{arr}[r0_lid] = {acc};")
+            self.kernel_scope.writeline(f"__local {compute_type(dtype)} {arr}[{rg * cols}];")
+            self.post_loop_combine.writeline(f"{arr}[{mine}] = {acc};")
             locals_.append(arr)
         buf = self.post_loop_combine
         buf.writeline("barrier(CLK_LOCAL_MEM_FENCE);")
@@ -310,14 +333,14 @@ class OpenCLKernel(SIMDKernel):
             with buf.indent():
                 for i, ((_, dtype), arr) in enumerate(zip(accs, locals_)):
                     t = compute_type(dtype)
-                    buf.writeline(f"{t} a{i} = {arr}[r0_lid], b{i} = {arr}[r0_lid + s];")
+                    buf.writeline(f"{t} a{i} = {arr}[{mine}], b{i} = {arr}[{partner}];")
                 buf.splice(combine)
                 for i, arr in enumerate(locals_):
-                    buf.writeline(f"{arr}[r0_lid] = a{i};")
+                    buf.writeline(f"{arr}[{mine}] = a{i};")
             buf.writeline("}")
             buf.writeline("barrier(CLK_LOCAL_MEM_FENCE);")
         buf.writeline("}")
-        return [f"{arr}[0]" for arr in locals_]
+        return [f"{arr}[{result}]" for arr in locals_]
 
     def _result(self, expr: str, dtype: torch.dtype):
         var = self.cse.newvar(dtype=dtype)
@@ -525,7 +548,12 @@ class OpenCLKernel(SIMDKernel):
                 code.splice(self.body)
             code.writeline("}")
             return
-        if self.form.group_rows:
+        if self.form.columns > 1:  # never combined (combo.py): no `first`
+            cols = self.form.columns
+            code.writeline(f"const int x_lane = get_local_id(0) % {cols};")
+            code.writeline(f"const {idx} xindex = get_group_id(0) * {cols} + x_lane;")
+            code.writeline(f"const int r0_lid = get_local_id(0) / {cols};")
+        elif self.form.group_rows:
             offset = f" - {first}" if first is not None else ""
             code.writeline(f"const {idx} xindex = get_group_id(0){offset};")
             code.writeline("const int r0_lid = get_local_id(0);")
@@ -577,9 +605,9 @@ class OpenCLKernel(SIMDKernel):
                 return str(-(-n // group) * group), group
             return f"min(-(-({self.pexpr(x)}) // {g}) * {g}, {cap})", g
         if self.form.group_rows:
-            rg = self.form.row_group
+            rg = self.form.row_group  # the column form: x is a static multiple of its columns
             threads = f"{self.pexpr(x * rg)}" if isinstance(x, sympy.Integer) else f"({self.pexpr(x)}) * {rg}"
-            return threads, rg
+            return threads, rg * self.form.columns
         if isinstance(x, sympy.Integer):
             return str(-(-int(x) // g) * g), g
         return f"-(-({self.pexpr(x)}) // {g}) * {g}", g
