@@ -201,7 +201,7 @@ void UserProgram::launch(size_t index, const std::vector<KernelArgument>& args, 
       const size_t align = tocl::builtin_type_size(p.type);
       TORCH_CHECK(align <= 1 || resolved[i].offset % align == 0, where(i), ": the tensor's first element sits at byte ",
                   resolved[i].offset, " of its buffer, which is not a multiple of ", align, " (the alignment of ",
-                  p.type, "); pass a view whose offset is a multiple of ", align / std::max<size_t>(1, t.element_size()),
+                  p.type, "); pass a view whose offset is a multiple of ", align / t.element_size(),
                   " elements");
     }
   }

@@ -316,13 +316,7 @@ __kernel __attribute__((reqd_work_group_size(BM, 1, 1))) void attention_backward
 // the exps run as vectors; that is what vectorises on a CPU. Lanes past the last row compute on zeros
 // and store nothing.
 
-// TV passes by value between the helpers below; on x86 without AVX-512 clang notes that 16 floats
-// "change the ABI" (-Wpsabi). Caller and callee always compile together, as in vec16.cl: silenced.
-#if defined(__clang__) && defined(__has_warning)
-#if __has_warning("-Wpsabi")  // NVIDIA's clang-based compiler does not know the group
-#pragma clang diagnostic ignored "-Wpsabi"
-#endif
-#endif
+// TV passes by value between the helpers below (clang's -Wpsabi note is silenced in prelude.cl).
 
 #define LANES ((TV)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
 #define LANES_UL ((ulong16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))

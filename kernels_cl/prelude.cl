@@ -3,6 +3,15 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
 
+// Vectors of 16 floats passed by value between helpers (vec16.cl, attention.cl's rows form): on x86
+// without AVX-512 clang notes that this "changes the ABI" (-Wpsabi). Caller and callee always compile
+// together in one program, so no ABI can differ: the note is silenced rather than shown to every user.
+#if defined(__clang__) && defined(__has_warning)
+#if __has_warning("-Wpsabi")  // NVIDIA's clang-based compiler does not know the group
+#pragma clang diagnostic ignored "-Wpsabi"
+#endif
+#endif
+
 // bfloat16 is stored as the high 16 bits of a float; math is done in float.
 inline float bf16_to_float(ushort b) { return as_float(((uint)b) << 16); }
 inline ushort float_to_bf16(float f) {

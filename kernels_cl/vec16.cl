@@ -2,14 +2,8 @@
 // work-item (PoCL vectorises within the work-item; vload16/vstore16 where the storage type is ACC).
 // Included by softmax.cl and normalization.cl after the type defines (T_T, LOAD_T, STORE_T, ACC).
 
-// ACC16 (16 floats) passes by value between these helpers and the built-ins; on x86 without AVX-512
-// clang notes that this "changes the ABI" (-Wpsabi). Caller and callee always compile together in one
-// program, so no ABI can differ: the note is silenced rather than shown to every user.
-#if defined(__clang__) && defined(__has_warning)
-#if __has_warning("-Wpsabi")  // NVIDIA's clang-based compiler does not know the group
-#pragma clang diagnostic ignored "-Wpsabi"
-#endif
-#endif
+// ACC16 (16 floats) passes by value between these helpers and the built-ins (clang's -Wpsabi note is
+// silenced in prelude.cl).
 
 #define PASTE_(a, b) a##b
 #define PASTE(a, b) PASTE_(a, b)

@@ -77,6 +77,11 @@ class TypedCSE(CSE):
         return var
 
 
+def _pow2_at_least(n: int) -> int:
+    """The smallest power of two >= n: the widest group a row of n elements can use."""
+    return 1 << max(0, n - 1).bit_length()
+
+
 class LaunchForm:
     """How a kernel maps to work-items; decided at code generation from the device's kernel class."""
 
@@ -103,11 +108,11 @@ class LaunchForm:
             self.columns = self.COLUMNS
             self.row_group = self.group // self.COLUMNS
             if isinstance(rnumel, sympy.Integer):
-                self.row_group = max(2, min(self.row_group, 1 << max(0, int(rnumel) - 1).bit_length()))
+                self.row_group = max(2, min(self.row_group, _pow2_at_least(int(rnumel))))
         elif reduction:
             self.row_group = self.group
             if isinstance(rnumel, sympy.Integer):  # a short row needs no wider group than itself
-                self.row_group = max(32, min(self.group, 1 << max(0, int(rnumel) - 1).bit_length()))
+                self.row_group = max(32, min(self.group, _pow2_at_least(int(rnumel))))
 
     @property
     def group_rows(self) -> bool:
