@@ -3,7 +3,8 @@ backward: medians on the measured device, and by default on CPU in the same proc
 
   --set pocl (default): small shapes, forward + backward through autograd (the PoCL table).
   --set gpu: the shapes of issue 13 as single operators (aten calls, no autograd): softmax
-             [192,256,256] and over a non-last dim, log_softmax and cross_entropy 8192x512,
+             [192,256,256] and over a non-last dim, log_softmax and cross_entropy 8192x512 (fused, and
+             as the composite log_softmax + nll_loss),
              layer_norm 8192x384, batch_norm 128x128x16x16 (training, backward, eval) and
              training forward + backward at the CNN's shapes (batch 128, 64..512 channels).
   --device opencl (default), opencl:N, or cuda (a reference run; in a CUDA build of torch run
@@ -78,6 +79,9 @@ def gpu_workloads(device):
     out["cross_entropy fwd 8192x512"] = lambda: F.cross_entropy(logits, tgt)
     lg = logits.clone().requires_grad_()
     out["cross_entropy fwd+bwd 8192x512"] = lambda: F.cross_entropy(lg, tgt).backward()
+    # What cross_entropy ran before its fused kernels (aten/native/cross_entropy.cpp): the composite.
+    out["log_softmax+nll_loss fwd 8192x512"] = lambda: F.nll_loss(F.log_softmax(logits, -1), tgt)
+    out["log_softmax+nll_loss fwd+bwd 8192x512"] = lambda: F.nll_loss(F.log_softmax(lg, -1), tgt).backward()
     x, w, b, grad = rnd(8192, 384), rnd(384), rnd(384), rnd(8192, 384)
     out["layer_norm fwd 8192x384"] = lambda: aten.native_layer_norm(x, [384], w, b, 1e-5)
     _, mean, rstd = aten.native_layer_norm(x, [384], w, b, 1e-5)

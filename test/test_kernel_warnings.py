@@ -43,7 +43,8 @@ xd.gather(0, i.view(-1, 1).expand(5, 70)).scatter_add(0, i.view(-1, 1).expand(5,
 xd[i]; xd.index_put((i,), xd[:5], accumulate=True); xd.index_select(0, i)                    # indexing.cl, index_bounds.cl
 xd.flip(0); xd.tril()                                                                        # shape_ops.cl
 torch.empty(100, device=dev).uniform_(); F.dropout(xd, 0.5)                                  # random.cl
-loss = F.cross_entropy(x, i.new_tensor([1, 2, 3, 4, 5, 6])) + F.layer_norm(x, (70,)).sum()    # softmax.cl, loss.cl,
+loss = F.cross_entropy(x, i.new_tensor([1, 2, 3, 4, 5, 6])) + F.layer_norm(x, (70,)).sum()    # cross_entropy.cl,
+loss = loss + F.nll_loss(F.log_softmax(x, 1), i.new_tensor([1, 2, 3, 4, 5, 6]))           # softmax.cl, loss.cl,
 loss = loss + F.softmax(x, 0).sum() + F.batch_norm(x, None, None, training=True).sum()         # normalization.cl
 loss = loss + F.softmax(x.double(), 1).sum()
 img = torch.randn(2, 3, 9, 9, device=dev, requires_grad=True)

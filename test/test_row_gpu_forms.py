@@ -123,14 +123,16 @@ NLL_CPU = ("nll_forward_reduce",)
 @pytest.mark.parametrize("reduction", ["mean", "sum"])
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("shape", [(512, 100), (3, 3000), (64, 10, 5, 3)])
-def test_cross_entropy_forms(shape, weighted, reduction):
-    # 512 * 1 and 64 * 15 targets: several groups of partial sums; 3 targets: one.
+def test_log_softmax_nll_loss_forms(shape, weighted, reduction):
+    # 512 * 1 and 64 * 15 targets: several groups of partial sums; 3 targets: one. (cross_entropy of 2-D
+    # logits runs fused instead: test_cross_entropy.py.)
     x = torch.randn(shape, generator=gen(5)) * 3
     target = torch.randint(0, shape[1], (shape[0], *shape[2:]), generator=gen(6))
     target.view(-1)[::7] = -100
     weight = torch.rand(shape[1], generator=gen(7)) + 0.5 if weighted else None
     want, got, names = run_both(
-        lambda t, y: F.cross_entropy(t, y, weight=weight.to(t.device) if weighted else None, reduction=reduction),
+        lambda t, y: F.nll_loss(F.log_softmax(t, 1), y, weight=weight.to(t.device) if weighted else None,
+                                reduction=reduction),
         [x, target])
     assert_close_all(want, got, 1e-4, 1e-5)
     expect_forms(names, SOFTMAX_GPU, SOFTMAX_CPU)

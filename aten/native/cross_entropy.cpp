@@ -1,0 +1,238 @@
+// cross_entropy over class indices in two launches forward and one backward (kernels_cl/cross_entropy.cl)
+// instead of CPU's composite, log_softmax + nll_loss: that writes log_softmax's (N, C) output, reads it
+// back for the loss, checks the targets in launches of their own, and its backward zeroes, scatters and
+// reads two (N, C) tensors. Registered for AutogradPrivateUse1, so the fused forward saves what its
+// backward needs (the logits and two numbers per row). Everything it does not take runs the composite,
+// unchanged: other shapes and target kinds, label smoothing, a weight that needs a gradient, tracing
+// (torch.compile, export: Inductor fuses the composite itself), functorch transforms, dispatch modes and
+// forward-mode AD; a backward that builds a graph (create_graph) differentiates the composite's formula.
+#include <ATen/ATen.h>
+#include <ATen/core/Reduction.h>
+#include <ATen/ops/cross_entropy_loss_native.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/core/impl/TorchDispatchModeTLS.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/library.h>
+
+#include <climits>
+
+#include "aten/kernel_support/kernel_program.h"
+#include "aten/kernel_support/line_geometry.h"
+#include "aten/kernel_support/opencl_tensor.h"
+#include "aten/native/index_bounds.h"
+#include "runtime/deferred_errors.h"
+#include "runtime/device.h"
+#include "runtime/kernel_forms.h"
+#include "runtime/memcpy.h"
+
+namespace torch_opencl {
+namespace {
+
+using at::Tensor;
+
+std::string target_out_of_bounds(int64_t target) { return "Target " + std::to_string(target) + " is out of bounds."; }
+
+int error_site() {
+  static const int site = tocl::error_site("cross_entropy", [](int64_t t, int64_t) { return target_out_of_bounds(t); });
+  return site;
+}
+
+// Which form runs (N, C): a work-item per row where the device is a CPU with rows enough for its cores,
+// else seg items per row (`seg` > 0).
+int lines_seg(int device, int64_t N, int64_t C) {
+  const auto& forms = tocl::kernel_forms(device);
+  const int64_t units = std::max<int64_t>(1, tocl::device_info(device).compute_units);
+  if (!forms.row_gpu_forms && N >= 8 * units) return 0;
+  return line_launch(device, C, 1, N).seg;
+}
+
+// A tensor as the eager kernels see it: no tracing or transform wraps it, no mode watches the call.
+bool plain_eager(const Tensor& t) {
+  static const c10::DispatchKeySet wrapped({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot,
+                                            c10::DispatchKey::Functionalize, c10::DispatchKey::FuncTorchBatched,
+                                            c10::DispatchKey::FuncTorchGradWrapper,
+                                            c10::DispatchKey::FuncTorchDynamicLayerFrontMode});
+  return t.device().type() == c10::DeviceType::PrivateUse1 && !t.key_set().has_any(wrapped) &&
+         !t._fw_grad(/*level=*/0).defined();
+}
+
+bool fused_applies(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                   double label_smoothing) {
+  if (label_smoothing != 0.0 || c10::impl::TorchDispatchModeTLS::stack_len() > 0) return false;
+  if (c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::FuncTorchDynamicLayerFrontMode)) return false;
+  if (!plain_eager(self) || !plain_eager(target) || target.scalar_type() != at::kLong) return false;
+  const bool rows = self.dim() == 2 && target.dim() == 1 && target.size(0) == self.size(0);
+  const bool single = self.dim() == 1 && target.dim() == 0;
+  if (!(rows || single) || self.numel() == 0 || self.size(0) >= INT_MAX) return false;
+  if (self.device() != target.device()) return false;
+  const auto type = self.scalar_type();
+  if (type != at::kFloat && !(type == at::kDouble && tocl::device_info(device_index(self)).fp64)) return false;
+  if (weight.has_value() && weight->defined()) {
+    const auto& w = *weight;
+    if (!plain_eager(w) || w.requires_grad() || w.scalar_type() != type || w.device() != self.device() ||
+        w.dim() != 1 || w.size(0) != self.size(-1))
+      return false;
+  }
+  return true;
+}
+
+struct Forward {
+  Tensor loss, stats, total_weight;
+};
+
+// Raises CPU's error for the first bad target, read back from the forward's `bad` word.
+void raise_first_bad_target(const Tensor& bad, const Tensor& target, int device, int stream) {
+  int first = INT_MAX;
+  tocl::copy_device_to_host(device, stream, &first, bad.const_data_ptr(), sizeof(first));
+  if (first == INT_MAX) return;
+  TORCH_CHECK_INDEX(false, target_out_of_bounds(target[first].item<int64_t>()));
+}
+
+Forward forward(const Tensor& self, const Tensor& target, const Tensor& weight_, int64_t reduction,
+                int64_t ignore_index) {
+  const c10::DeviceGuard guard(self.device());
+  const auto x = self.contiguous();
+  const auto tgt = target.contiguous();
+  const auto weight = weight_.defined() ? weight_.contiguous() : Tensor();
+  const int64_t N = x.size(0), C = x.size(1);
+  const int device = device_index(x);
+  const int stream = current_stream_of(x);
+  const auto acc = x.options().dtype(x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat);
+  const bool reduce = reduction != at::Reduction::None;
+  Forward r{reduce ? at::empty({}, x.options()) : at::empty({N}, x.options()), at::empty({N, 2}, acc),
+            at::empty({}, x.options())};
+
+  // Bad targets: recorded for the next wait where index checks are deferred, else read back below.
+  const bool deferred = index_checks_deferred(tgt);
+  Tensor bad_word;
+  tocl::BufferArg bad;
+  if (deferred) {
+    const auto record = tocl::site_record(device, error_site());
+    bad = tocl::BufferArg{record.buffer, record.offset / sizeof(int32_t)};
+  } else {
+    static const int kNone = INT_MAX;  // static: the copy does not wait
+    bad_word = at::empty({1}, x.options().dtype(at::kInt));
+    tocl::copy_host_to_device(device, stream, bad_word.mutable_data_ptr(), &kNone, sizeof(kNone), false);
+    bad = buffer_arg(bad_word);
+  }
+
+  const int seg = lines_seg(device, N, C);
+  const int64_t per_group = seg > 0 ? static_cast<int64_t>(row_group(device)) / seg : 1;
+  const int64_t groups = seg > 0 ? (N + per_group - 1) / per_group : N;
+  const auto partial = reduce ? at::empty({2 * groups}, acc) : r.stats;
+  cl_kernel k = dtype_kernel(x, "cross_entropy.cl", seg > 0 ? "cross_entropy_lines" : "cross_entropy_rows");
+  const auto run = [&](auto... extra) {
+    tocl::set_args(k, buffer_arg(r.loss), buffer_arg(partial), buffer_arg(r.stats), buffer_arg(x), buffer_arg(tgt),
+                   buffer_arg(weight.defined() ? weight : x), static_cast<cl_int>(weight.defined()), bad,
+                   static_cast<cl_int>(!deferred), static_cast<cl_long>(N), static_cast<cl_long>(C),
+                   static_cast<cl_long>(ignore_index), static_cast<cl_int>(reduce), extra...);
+  };
+  if (seg > 0) {
+    run(static_cast<cl_int>(seg));
+    tocl::enqueue_1d(device, stream, k, static_cast<size_t>(groups) * row_group(device), row_group(device));
+  } else {
+    run();
+    const size_t local = 64;
+    tocl::enqueue_1d(device, stream, k, (static_cast<size_t>(N) + local - 1) / local * local, local);
+  }
+  if (reduce) {
+    cl_kernel finish = dtype_kernel(x, "loss_gpu.cl", "nll_reduce_finish");
+    tocl::set_args(finish, buffer_arg(r.loss), buffer_arg(r.total_weight), buffer_arg(partial),
+                   static_cast<cl_long>(groups), static_cast<cl_int>(reduction == at::Reduction::Mean));
+    tocl::enqueue_1d(device, stream, finish, row_group(device), row_group(device));
+  }
+  if (deferred) {
+    tocl::arm_error_site(device, stream, error_site());
+  } else {
+    raise_first_bad_target(bad_word, tgt, device, stream);
+  }
+  return r;
+}
+
+Tensor backward(const Tensor& grad, const Tensor& self, const Tensor& target, const Tensor& weight_,
+                const Tensor& stats, const Tensor& total_weight, int64_t reduction, int64_t ignore_index) {
+  const c10::DeviceGuard guard(self.device());
+  const auto x = self.contiguous();
+  const auto tgt = target.contiguous();
+  const auto weight = weight_.defined() ? weight_.contiguous() : Tensor();
+  const int64_t N = x.size(0), C = x.size(1);
+  const int device = device_index(x);
+  const int stream = current_stream_of(x);
+  const bool none = reduction == at::Reduction::None;
+  // 'none' reads one gradient per row, `go_stride` apart (0 where it was expanded from a sum).
+  const auto go = none && grad.dim() == 1 ? grad : grad.reshape({-1}).narrow(0, 0, 1);
+  auto grad_in = at::empty({N, C}, x.options());
+  const int seg = lines_seg(device, N, C);
+  cl_kernel k =
+      dtype_kernel(x, "cross_entropy.cl", seg > 0 ? "cross_entropy_backward_lines" : "cross_entropy_backward_rows");
+  const auto run = [&](auto... extra) {
+    tocl::set_args(k, buffer_arg(grad_in), buffer_arg(go), static_cast<cl_long>(none ? go.stride(0) : 0),
+                   buffer_arg(x), buffer_arg(stats), buffer_arg(tgt), buffer_arg(weight.defined() ? weight : x),
+                   static_cast<cl_int>(weight.defined()), buffer_arg(total_weight),
+                   static_cast<cl_int>(reduction == at::Reduction::Mean), static_cast<cl_long>(N),
+                   static_cast<cl_long>(C), static_cast<cl_long>(ignore_index), extra...);
+  };
+  if (seg > 0) {
+    run(static_cast<cl_int>(seg));
+    const int64_t per_group = static_cast<int64_t>(row_group(device)) / seg;
+    tocl::enqueue_1d(device, stream, k, static_cast<size_t>((N + per_group - 1) / per_group) * row_group(device),
+                     row_group(device));
+  } else {
+    run();
+    const size_t local = 64;
+    tocl::enqueue_1d(device, stream, k, (static_cast<size_t>(N) + local - 1) / local * local, local);
+  }
+  return grad_in;
+}
+
+struct FusedCrossEntropy : public torch::autograd::Function<FusedCrossEntropy> {
+  static Tensor forward(torch::autograd::AutogradContext* ctx, const Tensor& self, const Tensor& target,
+                        const std::optional<Tensor>& weight_arg, int64_t reduction, int64_t ignore_index) {
+    const Tensor weight = weight_arg.has_value() ? *weight_arg : Tensor();
+    auto r = torch_opencl::forward(self, target, weight, reduction, ignore_index);
+    ctx->save_for_backward({self, target, weight, r.stats, r.total_weight});
+    ctx->saved_data["reduction"] = reduction;
+    ctx->saved_data["ignore_index"] = ignore_index;
+    return r.loss;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto& self = saved[0];
+    const auto& target = saved[1];
+    const auto& weight = saved[2];
+    const auto reduction = ctx->saved_data["reduction"].toInt();
+    const auto ignore_index = ctx->saved_data["ignore_index"].toInt();
+    Tensor grad_self;
+    if (at::GradMode::is_enabled()) {
+      // create_graph: the composite's own backward, whose ops have derivatives of their own.
+      const auto logp = at::log_softmax(self, 1);
+      const auto g = at::nll_loss_backward(grads[0], logp, target, weight, reduction, ignore_index, saved[4]);
+      grad_self = at::_log_softmax_backward_data(g, logp, 1, self.scalar_type());
+    } else {
+      grad_self = torch_opencl::backward(grads[0], self, target, weight, saved[3], saved[4], reduction, ignore_index);
+    }
+    return {grad_self, Tensor(), Tensor(), Tensor(), Tensor()};
+  }
+};
+
+Tensor cross_entropy_loss(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                          int64_t reduction, c10::SymInt ignore_index, double label_smoothing) {
+  if (!fused_applies(self, target, weight, label_smoothing))
+    return at::native::cross_entropy_loss_symint(self, target, weight, reduction, std::move(ignore_index),
+                                                 label_smoothing);
+  const int64_t ignore = ignore_index.expect_int();
+  if (self.dim() == 1) {  // (C,) with a 0-d target: one row
+    auto loss = FusedCrossEntropy::apply(self.unsqueeze(0), target.unsqueeze(0), weight, reduction, ignore);
+    return reduction == at::Reduction::None ? loss.squeeze(0) : loss;
+  }
+  return FusedCrossEntropy::apply(self, target, weight, reduction, ignore);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) { m.impl("cross_entropy_loss", TORCH_FN(cross_entropy_loss)); }
+
+}  // namespace torch_opencl

@@ -1,0 +1,165 @@
+// cross_entropy over class indices, fused: log_softmax and nll_loss in one pass over the logits, and a
+// backward that writes the gradient from the logits and two numbers per row, instead of log_softmax's
+// (N, C) output written, read by nll_loss, and read twice more by the backward
+// (aten/native/cross_entropy.cpp chooses it and the form). Input (N, C) and target (N) contiguous.
+// Per row the forward keeps stats[2 n] = max, stats[2 n + 1] = log(sum(exp(x - max))), and computes
+// the loss as CPU does: -w * ((x[t] - max) - log(sum)); the backward's
+// exp((x - max) - log(sum)) * coef - [c == t] * coef is log_softmax's backward of nll_loss's gradient.
+// Forms:
+//   *_rows   a work-item per row, 16-element vectors (PoCL's CPU vectoriser);
+//   *_lines  `seg` items per row (line_reduce.cl), coalesced: GPUs, and CPUs with few rows.
+// A target outside [0, C), but ignore_index, adds nothing and is reported through `bad`:
+//   bad_first = 0: the call site's deferred-error record (runtime/deferred_errors.h), the first
+//                  row to fail writes its target and C;
+//   bad_first = 1: atomic_min of the row into bad[0] (the host set it to INT_MAX and reads it back).
+// Reductions: each row (rows form) or work-group (lines form) writes partial[2 i] = its loss and
+// partial[2 i + 1] = its weight, summed by loss_gpu.cl's nll_reduce_finish.
+
+#include "vec16.cl"
+#include "row_logsumexp.cl"
+#include "line_reduce.cl"
+
+inline void note_bad_target(__global int* bad, ulong bad_offset, int bad_first, long row, long t, long C) {
+  __global int* r = bad + bad_offset;
+  if (bad_first) {
+    atomic_min((volatile __global int*)r, (int)row);
+  } else if (atomic_cmpxchg((volatile __global int*)r, 0, 1) == 0) {
+    __global long* seen = (__global long*)(r + 2);
+    seen[0] = t;
+    seen[1] = C;
+  }
+}
+
+// The row's class weight (0 for ignore_index and bad targets) and loss, given its max and log-sum.
+inline ACC row_loss(__global const T_T* x, __global const I_T* target, ulong t_offset, __global const T_T* weight,
+                    ulong w_offset, int has_weight, __global int* bad, ulong bad_offset, int bad_first, long row,
+                    long C, long ignore_index, ACC m, ACC log_sum, ACC* w) {
+  *w = 0;
+  const long t = (long)target[t_offset + row];
+  if (t == ignore_index) return 0;
+  if (t < 0 || t >= C) {
+    note_bad_target(bad, bad_offset, bad_first, row, t, C);
+    return 0;
+  }
+  *w = has_weight ? (ACC)LOAD_T(weight, w_offset + t) : (ACC)1;
+  return -*w * (((ACC)LOAD_T(x, t) - m) - log_sum);
+}
+
+// nll_loss's gradient at the row's target, positive: w * g (/ total weight for 'mean'); 0 where the row
+// adds nothing. g: grad_out[go_offset + row * go_stride] ('none': per row; else go_stride = 0).
+inline ACC row_coef(__global const T_T* grad_out, ulong go_offset, long go_stride, __global const I_T* target,
+                    ulong t_offset, __global const T_T* weight, ulong w_offset, int has_weight,
+                    __global const T_T* total_weight, ulong tw_offset, int mean, long row, long C, long ignore_index,
+                    long* t) {
+  *t = (long)target[t_offset + row];
+  if (*t == ignore_index || *t < 0 || *t >= C) {
+    *t = -1;
+    return 0;
+  }
+  ACC g = (ACC)LOAD_T(grad_out, go_offset + row * go_stride);
+  if (mean) g /= (ACC)LOAD_T(total_weight, tw_offset);
+  return (has_weight ? (ACC)LOAD_T(weight, w_offset + *t) : (ACC)1) * g;
+}
+
+#define FORWARD_ARGS                                                                                          \
+  __global T_T *out, ulong out_offset, __global ACC *partial, ulong partial_offset, __global ACC *stats,        \
+      ulong stats_offset, __global const T_T *in, ulong in_offset, __global const I_T *target, ulong t_offset, \
+      __global const T_T *weight, ulong w_offset, int has_weight, __global int *bad, ulong bad_offset,         \
+      int bad_first, long N, long C, long ignore_index, int reduce
+
+#define BACKWARD_ARGS                                                                                          \
+  __global T_T *grad_in, ulong gi_offset, __global const T_T *grad_out, ulong go_offset, long go_stride,        \
+      __global const T_T *in, ulong in_offset, __global const ACC *stats, ulong stats_offset,                   \
+      __global const I_T *target, ulong t_offset, __global const T_T *weight, ulong w_offset, int has_weight,   \
+      __global const T_T *total_weight, ulong tw_offset, int mean, long N, long C, long ignore_index
+
+// ---- a work-item per row; the global size is N rounded up to the group ----
+
+__kernel void cross_entropy_rows(FORWARD_ARGS) {
+  const long row = get_global_id(0);
+  if (row >= N) return;
+  __global const T_T* x = in + in_offset + row * C;
+  const ACC m = range_max(x, 0, C);
+  const ACC log_sum = log(range_sum_exp(x, 0, C, m));
+  stats[stats_offset + 2 * row] = m;
+  stats[stats_offset + 2 * row + 1] = log_sum;
+  ACC w;
+  const ACC loss = row_loss(x, target, t_offset, weight, w_offset, has_weight, bad, bad_offset, bad_first, row, C,
+                            ignore_index, m, log_sum, &w);
+  if (!reduce) {
+    STORE_T(out, out_offset + row, loss);
+    return;
+  }
+  partial[partial_offset + 2 * row] = loss;
+  partial[partial_offset + 2 * row + 1] = w;
+}
+
+__kernel void cross_entropy_backward_rows(BACKWARD_ARGS) {
+  const long row = get_global_id(0);
+  if (row >= N) return;
+  long t;
+  const ACC coef = row_coef(grad_out, go_offset, go_stride, target, t_offset, weight, w_offset, has_weight,
+                            total_weight, tw_offset, mean, row, C, ignore_index, &t);
+  const long base = row * C;
+  __global const T_T* x = in + in_offset + base;
+  __global T_T* gi = grad_in + gi_offset + base;
+  const ACC m = stats[stats_offset + 2 * row], log_sum = stats[stats_offset + 2 * row + 1];
+  long j = 0;
+  for (; j + 16 <= C; j += 16) store16(gi, j, exp((LOAD16(x, j) - m) - log_sum) * coef, 16);
+  if (j < C) store16(gi, j, exp((LOAD16_CLAMPED(x, j, C - 1) - m) - log_sum) * coef, C - j);
+  if (t >= 0) STORE_T(gi, t, exp(((ACC)LOAD_T(x, t) - m) - log_sum) * coef - coef);
+}
+
+// ---- seg items per row (line_reduce.cl); whole groups ----
+
+__kernel void cross_entropy_lines(FORWARD_ARGS, int seg) {
+  __local ACC s1[WG], s2[WG];
+  const Line L = line_of(C, 1, N, seg);
+  __global const T_T* x = in + in_offset + L.base;
+  ACC v[LINE_REGS];
+  ACC m = ACC_LOWEST;
+#pragma unroll
+  for (int i = 0; i < LINE_REGS; ++i) {
+    const long k = L.pos + (long)i * seg;
+    v[i] = k < C ? (ACC)LOAD_T(x, k) : ACC_LOWEST;
+    m = LINE_MAX_NAN(m, v[i]);
+  }
+  for (long k = L.pos + (long)LINE_REGS * seg; k < C; k += seg) m = LINE_MAX_NAN(m, (ACC)LOAD_T(x, k));
+  m = seg_max(s1, m, L.pos, seg, L.step);
+  ACC s = 0;
+#pragma unroll
+  for (int i = 0; i < LINE_REGS; ++i)
+    if (L.pos + (long)i * seg < C) s += exp(v[i] - m);
+  for (long k = L.pos + (long)LINE_REGS * seg; k < C; k += seg) s += exp((ACC)LOAD_T(x, k) - m);
+  s = seg_sum(s1, s, L.pos, seg, L.step);
+  ACC loss = 0, w = 0;
+  if (L.live && L.pos == 0) {
+    const ACC log_sum = log(s);
+    stats[stats_offset + 2 * L.line] = m;
+    stats[stats_offset + 2 * L.line + 1] = log_sum;
+    loss = row_loss(x, target, t_offset, weight, w_offset, has_weight, bad, bad_offset, bad_first, L.line, C,
+                    ignore_index, m, log_sum, &w);
+    if (!reduce) STORE_T(out, out_offset + L.line, loss);
+  }
+  if (!reduce) return;  // uniform: no barrier follows
+  seg_sum2(s1, s2, &loss, &w, get_local_id(0), WG, 1);
+  if (get_local_id(0) == 0) {
+    partial[partial_offset + 2 * get_group_id(0)] = loss;
+    partial[partial_offset + 2 * get_group_id(0) + 1] = w;
+  }
+}
+
+__kernel void cross_entropy_backward_lines(BACKWARD_ARGS, int seg) {
+  const Line L = line_of(C, 1, N, seg);
+  if (!L.live) return;  // no barrier here
+  long t;
+  const ACC coef = row_coef(grad_out, go_offset, go_stride, target, t_offset, weight, w_offset, has_weight,
+                            total_weight, tw_offset, mean, L.line, C, ignore_index, &t);
+  __global const T_T* x = in + in_offset + L.base;
+  __global T_T* gi = grad_in + gi_offset + L.base;
+  const ACC m = stats[stats_offset + 2 * L.line], log_sum = stats[stats_offset + 2 * L.line + 1];
+  for (long k = L.pos; k < C; k += seg) {
+    const ACC p = exp(((ACC)LOAD_T(x, k) - m) - log_sum) * coef;
+    STORE_T(gi, k, k == t ? p - coef : p);
+  }
+}
