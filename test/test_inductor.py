@@ -18,7 +18,7 @@ import torch._inductor.config as inductor_config
 from torch import nn
 from torch.nn import functional as F
 
-from _device_helpers import index_checks_deferred, launched_kernels, native_only, raises_index_error
+from _device_helpers import index_checks_deferred, kernel_class, launched_kernels, native_only, raises_index_error
 from _philox import philox4x32_10
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
@@ -188,6 +188,16 @@ def test_norms_train_forms():
         assert_close(p.grad, want.grad, rtol=1e-3, atol=1e-4)
     assert_close(dev_model[0].running_mean, model[0].running_mean)
     assert_close(dev_model[0].running_var, model[0].running_var)
+    if kernel_class() == "gpu":
+        # The running statistics are updated in place by the group's item 0 after every item read them:
+        # the store sits between barriers, or items would read while item 0 writes (Oclgrind's race).
+        from torch._inductor.utils import run_and_get_code
+        _, (code, *_) = run_and_get_code(torch.compile(copy.deepcopy(model).to(DEV)), x.to(DEV))
+        fence = "barrier(CLK_GLOBAL_MEM_FENCE);"
+        lines = [line.strip() for line in code.splitlines()]
+        stores = [i for i, line in enumerate(lines) if line.startswith("if (r0_lid == 0)")]
+        fenced = [lines[i] for i in stores if lines[i - 1] == fence and lines[i + 1] == fence]
+        assert len(fenced) == 2, fenced  # running_mean and running_var
 
 
 def _generated_kernels(fn, *args):

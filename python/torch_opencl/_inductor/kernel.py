@@ -248,16 +248,33 @@ class OpenCLKernel(SIMDKernel):
         """A store of a whole row's value: one work-item of the group writes it."""
         return f"if (r0_lid == 0) {line}" if self.form.group_rows else line
 
+    def _write_single(self, buffer: IndentedBuffer, name: str, line: str) -> None:
+        """A store of a whole row's value (one work-item of the group writes it, in the GPU form). Where the
+        kernel also reads that buffer (an in-place update, e.g. BatchNorm's running statistics), every item
+        of the group read the old value: barriers keep those reads before the write and later reads after
+        it, so no item reads while another writes."""
+        guarded = self._guard_single(line)
+        real = V.graph.scheduler.mutation_real_name.get(name, name)  # a mutated graph input's own name
+        aliased = any(n in self.args.input_buffers or n in self.args.inplace_buffers for n in (name, real))
+        if guarded is line or not aliased:
+            buffer.writeline(DeferredLine(name, guarded))
+            return
+        fence = "barrier(CLK_GLOBAL_MEM_FENCE);"
+        if not (buffer._lines and buffer._lines[-1] == fence):  # one between two such stores
+            buffer.writeline(fence)
+        buffer.writeline(DeferredLine(name, guarded))
+        buffer.writeline(fence)
+
     def store(self, name: str, index: sympy.Expr, value, mode=None) -> None:
         line = self._store_line(name, index, value, mode)
-        if not self.inside_reduction:
-            line = self._guard_single(line)
-            self.outside_loop_vars.add(value)
-        self.stores.writeline(DeferredLine(name, line))
+        if self.inside_reduction:
+            self.stores.writeline(DeferredLine(name, line))
+            return
+        self.outside_loop_vars.add(value)
+        self._write_single(self.stores, name, line)
 
     def store_reduction(self, name: str, index: sympy.Expr, value) -> None:
-        line = self._guard_single(self._store_line(name, index, value))
-        self.post_loop_store.writeline(DeferredLine(name, line))
+        self._write_single(self.post_loop_store, name, self._store_line(name, index, value))
 
     def masked(self, mask, body, other):
         """`body` evaluated where `mask` holds (its loads guarded), `other` elsewhere."""
