@@ -30,7 +30,7 @@ fi
 if [ $# -gt 0 ]; then
   runs=("$*")
 else
-  runs=(test_softmax_loss.py test_normalization.py test_rowwise_kernels.py test_row_gpu_forms.py
+  runs=(test_softmax_loss.py test_cross_entropy.py test_normalization.py test_rowwise_kernels.py test_row_gpu_forms.py
         test_reduction_forms.py test_reduce.py test_deferred_index_errors.py test_attention.py
         test_conv_winograd.py
         # The two tests of inputs past the layout kernels' 4M-element chunks outgrow Oclgrind's shadow memory
