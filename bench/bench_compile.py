@@ -3,7 +3,7 @@
 For the three training steps of bench_training.py (MLP, digits CNN, transformer: forward, backward,
 clip_grad_norm_, optimizer step; compiled means torch.compile of the model with its loss, the
 optimizer's foreach kernels stay eager unless --compile-optimizer compiles the function that clips and
-steps) and a few
+steps), a tiny MLP step whose time is the host's, and a few
 fusion-heavy blocks (GELU MLP, LayerNorm + residual, softmax attention; forward and backward), prints
 the median time of eager and compiled, their ratio, the kernel launches of each per step, and how
 long Inductor took to compile (first call, warm program cache or not).
@@ -24,6 +24,16 @@ from torch.nn import functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_training import digits_cnn, mlp, transformer  # noqa: E402
+
+
+def tiny_mlp():
+    """bench_training's MLP step at widths of 32 and batch 8: the device has next to nothing to do, so the
+    step's time is the host's (Python, dispatch, launches). Where a GPU runs the real workloads faster than
+    the host can issue them, this overhead is what compiled and eager steps differ by."""
+    model = nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Dropout(0.1), nn.Linear(32, 32), nn.ReLU(),
+                          nn.Linear(32, 10))
+    data = (torch.randn(8, 32), torch.randint(0, 10, (8,)))
+    return model, data, lambda m: torch.optim.AdamW(m.parameters(), lr=1e-3), lambda m, x, y: F.cross_entropy(m(x), y)
 
 
 def gelu_mlp():
@@ -139,6 +149,7 @@ WORKLOADS = {
     "mlp": ("MLP step", training_step, mlp),
     "cnn": ("digits CNN step", training_step, digits_cnn),
     "transformer": ("transformer step", training_step, transformer),
+    "tiny": ("tiny MLP (host-bound)", training_step, tiny_mlp),
     "gelu_mlp": ("GELU MLP fwd+bwd", block_step, gelu_mlp),
     "layernorm": ("LayerNorm+residual", block_step, layernorm_residual),
     "attention": ("softmax attention", block_step, softmax_attention),
