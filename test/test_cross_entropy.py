@@ -1,8 +1,8 @@
 """cross_entropy of (N, C) logits and class targets runs fused (aten/native/cross_entropy.cpp,
 kernels_cl/cross_entropy.cl): two launches forward, one backward, in both forms (a work-item per row;
 seg items per row on GPUs and for few rows). Values and gradients against CPU; bad targets raise CPU's
-error; what the fused path does not take (tracing, transforms, modes, forward AD, double backward,
-label smoothing, other shapes) runs the composite and matches CPU too."""
+error; label smoothing too; what the fused path does not take (tracing, transforms, modes, forward AD,
+other shapes) runs the composite, and a double backward differentiates it: both match CPU too."""
 
 import pytest
 import torch
@@ -67,6 +67,25 @@ def test_matches_cpu_and_runs_fused(shape, ignore_index, weighted, reduction, dt
     assert len(names) == (2 if reduction == "none" else 3), names
 
 
+@pytest.mark.parametrize("smoothing", [0.1, 1.0])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("shape", [(300, 37), (3, 3000), (5, 7)])
+def test_label_smoothing_matches_cpu_and_runs_fused(shape, weighted, reduction, smoothing):
+    n, c = shape
+    x = torch.randn(shape, generator=gen(20)) * 4
+    target = torch.randint(0, c, (n,), generator=gen(21))
+    target[::4] = 2  # ignored
+    weight = torch.rand(c, generator=gen(22)) + 0.5 if weighted else None
+    want, got, names = run_both(
+        lambda a, t, w: F.cross_entropy(a, t, weight=w, reduction=reduction, ignore_index=2, label_smoothing=smoothing),
+        x, target, weight)
+    assert_same_as_cpu(got[0], want[0], rtol=1e-4, atol=1e-5)
+    assert_same_as_cpu(got[1], want[1], rtol=1e-4, atol=1e-6)
+    ran = set(names)
+    assert ran & FUSED and ran & FUSED_BACKWARD and not ran & COMPOSITE, names
+
+
 def test_forms_follow_the_kernel_class():
     x, t = torch.randn(512, 100, device=DEV), torch.randint(0, 100, (512,), device=DEV)
     with launched_kernels() as names:
@@ -118,14 +137,15 @@ def test_bad_target_raises_like_cpu_and_the_device_keeps_working(bad, rows):
     assert_same_as_cpu(F.cross_entropy(x.to(DEV), good.to(DEV)), F.cross_entropy(x, good))
 
 
-def test_double_backward_matches_cpu():
+@pytest.mark.parametrize("smoothing", [0.0, 0.3])
+def test_double_backward_matches_cpu(smoothing):
     x, t = torch.randn(6, 5, generator=gen(9), dtype=torch.float64), torch.tensor([0, 4, 2, -100, 1, 1])
     w = torch.rand(5, generator=gen(10), dtype=torch.float64)
     v = torch.randn(6, 5, generator=gen(11), dtype=torch.float64)
     results = []
     for device in ("cpu", DEV):
         xd = x.to(device).requires_grad_()
-        loss = F.cross_entropy(xd, t.to(device), weight=w.to(device))
+        loss = F.cross_entropy(xd, t.to(device), weight=w.to(device), label_smoothing=smoothing)
         (g,) = torch.autograd.grad(loss, xd, create_graph=True)
         (gg,) = torch.autograd.grad((g * v.to(device)).sum(), xd)
         results.append((g.detach(), gg))
@@ -151,7 +171,7 @@ def test_what_the_fused_path_does_not_take_runs_the_composite():
     t = torch.randint(0, 5, (8,), generator=gen(14))
     probabilities = torch.softmax(torch.randn(8, 5, generator=gen(15)), 1)
     cases = [
-        lambda a, w: F.cross_entropy(a, t.to(a.device), label_smoothing=0.2),
+        lambda a, w: F.cross_entropy(a, t.to(a.device), label_smoothing=1.5),  # CPU's error
         lambda a, w: F.cross_entropy(a, probabilities.to(a.device)),
         lambda a, w: F.cross_entropy(a.reshape(2, 4, 5).transpose(1, 2), t.to(a.device).reshape(2, 4)),
         lambda a, w: F.cross_entropy(a, t.to(a.device), weight=w),

@@ -1,17 +1,19 @@
 // cross_entropy over class indices in two launches forward and one backward (kernels_cl/cross_entropy.cl)
 // instead of CPU's composite, log_softmax + nll_loss: that writes log_softmax's (N, C) output, reads it
 // back for the loss, checks the targets in launches of their own, and its backward zeroes, scatters and
-// reads two (N, C) tensors. Registered for AutogradPrivateUse1, so the fused forward saves what its
-// backward needs (the logits and two numbers per row). Everything it does not take runs the composite,
-// unchanged: other shapes and target kinds, label smoothing, a weight that needs a gradient, tracing
+// reads two (N, C) tensors. Label smoothing included. Registered for AutogradPrivateUse1, so the fused
+// forward saves what its backward needs (the logits and two numbers per row). Everything it does not take
+// runs the composite, unchanged: other shapes and target kinds, a weight that needs a gradient, tracing
 // (torch.compile, export: Inductor fuses the composite itself), functorch transforms, dispatch modes and
-// forward-mode AD; a backward that builds a graph (create_graph) differentiates the composite's formula.
+// forward-mode AD. A backward that builds a graph (create_graph) recomputes the composite and
+// differentiates it.
 #include <ATen/ATen.h>
 #include <ATen/core/Reduction.h>
 #include <ATen/ops/cross_entropy_loss_native.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/core/impl/TorchDispatchModeTLS.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
@@ -59,7 +61,9 @@ bool plain_eager(const Tensor& t) {
 
 bool fused_applies(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
                    double label_smoothing) {
-  if (label_smoothing != 0.0 || c10::impl::TorchDispatchModeTLS::stack_len() > 0) return false;
+  // Smoothing outside [0, 1] is the composite's error.
+  if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0) || c10::impl::TorchDispatchModeTLS::stack_len() > 0)
+    return false;
   if (c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::FuncTorchDynamicLayerFrontMode)) return false;
   if (!plain_eager(self) || !plain_eager(target) || target.scalar_type() != at::kLong) return false;
   const bool rows = self.dim() == 2 && target.dim() == 1 && target.size(0) == self.size(0);
@@ -89,8 +93,19 @@ void raise_first_bad_target(const Tensor& bad, const Tensor& target, int device,
   TORCH_CHECK_INDEX(false, target_out_of_bounds(target[first].item<int64_t>()));
 }
 
+// The label smoothing as the kernels' ACC (float, or double for double tensors).
+struct AccArg {
+  cl_float f;
+  cl_double d;
+  tocl::RawArg arg;
+  AccArg(double v, bool is_double) : f(static_cast<cl_float>(v)), d(v) {
+    arg = is_double ? tocl::RawArg{sizeof(d), &d} : tocl::RawArg{sizeof(f), &f};
+  }
+  AccArg(const AccArg&) = delete;
+};
+
 Forward forward(const Tensor& self, const Tensor& target, const Tensor& weight_, int64_t reduction,
-                int64_t ignore_index) {
+                int64_t ignore_index, double smoothing) {
   const c10::DeviceGuard guard(self.device());
   const auto x = self.contiguous();
   const auto tgt = target.contiguous();
@@ -121,12 +136,13 @@ Forward forward(const Tensor& self, const Tensor& target, const Tensor& weight_,
   const int64_t per_group = seg > 0 ? static_cast<int64_t>(row_group(device)) / seg : 1;
   const int64_t groups = seg > 0 ? (N + per_group - 1) / per_group : N;
   const auto partial = reduce ? at::empty({2 * groups}, acc) : r.stats;
+  const AccArg smooth(smoothing, x.scalar_type() == at::kDouble);
   cl_kernel k = dtype_kernel(x, "cross_entropy.cl", seg > 0 ? "cross_entropy_lines" : "cross_entropy_rows");
   const auto run = [&](auto... extra) {
     tocl::set_args(k, buffer_arg(r.loss), buffer_arg(partial), buffer_arg(r.stats), buffer_arg(x), buffer_arg(tgt),
                    buffer_arg(weight.defined() ? weight : x), static_cast<cl_int>(weight.defined()), bad,
                    static_cast<cl_int>(!deferred), static_cast<cl_long>(N), static_cast<cl_long>(C),
-                   static_cast<cl_long>(ignore_index), static_cast<cl_int>(reduce), extra...);
+                   static_cast<cl_long>(ignore_index), static_cast<cl_int>(reduce), smooth.arg, extra...);
   };
   if (seg > 0) {
     run(static_cast<cl_int>(seg));
@@ -151,7 +167,8 @@ Forward forward(const Tensor& self, const Tensor& target, const Tensor& weight_,
 }
 
 Tensor backward(const Tensor& grad, const Tensor& self, const Tensor& target, const Tensor& weight_,
-                const Tensor& stats, const Tensor& total_weight, int64_t reduction, int64_t ignore_index) {
+                const Tensor& stats, const Tensor& total_weight, int64_t reduction, int64_t ignore_index,
+                double smoothing) {
   const c10::DeviceGuard guard(self.device());
   const auto x = self.contiguous();
   const auto tgt = target.contiguous();
@@ -163,14 +180,17 @@ Tensor backward(const Tensor& grad, const Tensor& self, const Tensor& target, co
   // 'none' reads one gradient per row, `go_stride` apart (0 where it was expanded from a sum).
   const auto go = none && grad.dim() == 1 ? grad : grad.reshape({-1}).narrow(0, 0, 1);
   auto grad_in = at::empty({N, C}, x.options());
+  // With smoothing, every class's weight enters each row's gradient through their sum.
+  const auto weight_sum = smoothing != 0 && weight.defined() ? weight.sum() : x;
+  const AccArg smooth(smoothing, x.scalar_type() == at::kDouble);
   const int seg = lines_seg(device, N, C);
   cl_kernel k =
       dtype_kernel(x, "cross_entropy.cl", seg > 0 ? "cross_entropy_backward_lines" : "cross_entropy_backward_rows");
   const auto run = [&](auto... extra) {
     tocl::set_args(k, buffer_arg(grad_in), buffer_arg(go), static_cast<cl_long>(none ? go.stride(0) : 0),
                    buffer_arg(x), buffer_arg(stats), buffer_arg(tgt), buffer_arg(weight.defined() ? weight : x),
-                   static_cast<cl_int>(weight.defined()), buffer_arg(total_weight),
-                   static_cast<cl_int>(reduction == at::Reduction::Mean), static_cast<cl_long>(N),
+                   static_cast<cl_int>(weight.defined()), buffer_arg(total_weight), buffer_arg(weight_sum),
+                   static_cast<cl_int>(reduction == at::Reduction::Mean), smooth.arg, static_cast<cl_long>(N),
                    static_cast<cl_long>(C), static_cast<cl_long>(ignore_index), extra...);
   };
   if (seg > 0) {
@@ -188,12 +208,14 @@ Tensor backward(const Tensor& grad, const Tensor& self, const Tensor& target, co
 
 struct FusedCrossEntropy : public torch::autograd::Function<FusedCrossEntropy> {
   static Tensor forward(torch::autograd::AutogradContext* ctx, const Tensor& self, const Tensor& target,
-                        const std::optional<Tensor>& weight_arg, int64_t reduction, int64_t ignore_index) {
+                        const std::optional<Tensor>& weight_arg, int64_t reduction, int64_t ignore_index,
+                        double smoothing) {
     const Tensor weight = weight_arg.has_value() ? *weight_arg : Tensor();
-    auto r = torch_opencl::forward(self, target, weight, reduction, ignore_index);
+    auto r = torch_opencl::forward(self, target, weight, reduction, ignore_index, smoothing);
     ctx->save_for_backward({self, target, weight, r.stats, r.total_weight});
     ctx->saved_data["reduction"] = reduction;
     ctx->saved_data["ignore_index"] = ignore_index;
+    ctx->saved_data["smoothing"] = smoothing;
     return r.loss;
   }
 
@@ -205,16 +227,19 @@ struct FusedCrossEntropy : public torch::autograd::Function<FusedCrossEntropy> {
     const auto& weight = saved[2];
     const auto reduction = ctx->saved_data["reduction"].toInt();
     const auto ignore_index = ctx->saved_data["ignore_index"].toInt();
+    const auto smoothing = ctx->saved_data["smoothing"].toDouble();
     Tensor grad_self;
     if (at::GradMode::is_enabled()) {
-      // create_graph: the composite's own backward, whose ops have derivatives of their own.
-      const auto logp = at::log_softmax(self, 1);
-      const auto g = at::nll_loss_backward(grads[0], logp, target, weight, reduction, ignore_index, saved[4]);
-      grad_self = at::_log_softmax_backward_data(g, logp, 1, self.scalar_type());
+      // create_graph: the gradient of the composite, recomputed, so that it has derivatives of its own.
+      const auto loss = at::native::cross_entropy_loss_symint(
+          self, target, weight.defined() ? std::optional<Tensor>(weight) : std::nullopt, reduction, ignore_index,
+          smoothing);
+      grad_self = torch::autograd::grad({loss}, {self}, {grads[0]}, /*retain_graph=*/true, /*create_graph=*/true)[0];
     } else {
-      grad_self = torch_opencl::backward(grads[0], self, target, weight, saved[3], saved[4], reduction, ignore_index);
+      grad_self = torch_opencl::backward(grads[0], self, target, weight, saved[3], saved[4], reduction, ignore_index,
+                                         smoothing);
     }
-    return {grad_self, Tensor(), Tensor(), Tensor(), Tensor()};
+    return {grad_self, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 
@@ -225,10 +250,11 @@ Tensor cross_entropy_loss(const Tensor& self, const Tensor& target, const std::o
                                                  label_smoothing);
   const int64_t ignore = ignore_index.expect_int();
   if (self.dim() == 1) {  // (C,) with a 0-d target: one row
-    auto loss = FusedCrossEntropy::apply(self.unsqueeze(0), target.unsqueeze(0), weight, reduction, ignore);
+    auto loss =
+        FusedCrossEntropy::apply(self.unsqueeze(0), target.unsqueeze(0), weight, reduction, ignore, label_smoothing);
     return reduction == at::Reduction::None ? loss.squeeze(0) : loss;
   }
-  return FusedCrossEntropy::apply(self, target, weight, reduction, ignore);
+  return FusedCrossEntropy::apply(self, target, weight, reduction, ignore, label_smoothing);
 }
 
 }  // namespace
