@@ -1,16 +1,18 @@
 // cross_entropy over class indices, fused: log_softmax and nll_loss in one pass over the logits, and a
 // backward that writes the gradient from the logits and two numbers per row, instead of log_softmax's
 // (N, C) output written, read by nll_loss, and read twice more by the backward
-// (aten/native/cross_entropy.cpp chooses it and the form). Input (N, C) and target (N) contiguous.
+// (aten/native/cross_entropy.cpp chooses it and the form), contiguous tensors.
 // Per row the forward keeps stats[2 n] = max, stats[2 n + 1] = log(sum(exp(x - max))), and computes
 // the loss as CPU does: -w[t] * logp[t] with logp = (x - max) - log(sum). With label smoothing e the row's
 // loss is (1 - e) * that + e / C * -sum_c(w[c] * logp[c]) (CPU's composite adds the two terms' reductions,
 // which share their 'mean' divisor, the total weight of the rows' targets). The backward is
 // p * (A + e / C * W) - [c == t] * A - e / C * g * w[c], with p = exp(logp), A = (1 - e) * w[t] * g,
 // g the row's gradient (/ total weight for 'mean') and W the sum of the class weights (C without).
-// Forms:
-//   *_rows   a work-item per row, 16-element vectors (PoCL's CPU vectoriser);
-//   *_lines  `seg` items per row (line_reduce.cl), coalesced: GPUs, and CPUs with few rows.
+// Input (N, C, d1, ...) is a row of C classes per (n, d...) position, `inner` = d1 * ... apart; target
+// (N, d1, ...). Forms:
+//   *_rows   a work-item per row, 16-element vectors (PoCL's CPU vectoriser), for inner == 1;
+//   *_lines  `seg` items per row or column (line_reduce.cl), coalesced: GPUs, CPUs with few rows, and
+//            spatial inputs (inner > 1: adjacent items on adjacent positions).
 // A target outside [0, C), but ignore_index, adds nothing and is reported through `bad`:
 //   bad_first = 0: the call site's deferred-error record (runtime/deferred_errors.h), the first
 //                  row to fail writes its target and C;
@@ -37,7 +39,8 @@ inline void note_bad_target(__global int* bad, ulong bad_offset, int bad_first, 
 // with label smoothing, the weighted sum of its log-probabilities.
 inline ACC row_loss(__global const T_T* x, __global const I_T* target, ulong t_offset, __global const T_T* weight,
                     ulong w_offset, int has_weight, __global int* bad, ulong bad_offset, int bad_first, long row,
-                    long C, long ignore_index, ACC m, ACC log_sum, ACC smoothing, ACC sum_logp, ACC* w) {
+                    long C, long stride, long ignore_index, ACC m, ACC log_sum, ACC smoothing, ACC sum_logp,
+                    ACC* w) {
   *w = 0;
   const long t = (long)target[t_offset + row];
   if (t == ignore_index) return 0;
@@ -46,7 +49,7 @@ inline ACC row_loss(__global const T_T* x, __global const I_T* target, ulong t_o
     return 0;
   }
   *w = has_weight ? (ACC)LOAD_T(weight, w_offset + t) : (ACC)1;
-  const ACC nll = -*w * (((ACC)LOAD_T(x, t) - m) - log_sum);
+  const ACC nll = -*w * (((ACC)LOAD_T(x, t * stride) - m) - log_sum);
   return smoothing == 0 ? nll : (1 - smoothing) * nll + smoothing / (ACC)C * -sum_logp;
 }
 
@@ -117,7 +120,7 @@ __kernel void cross_entropy_rows(FORWARD_ARGS) {
     }
   }
   ACC w;
-  const ACC loss = row_loss(x, target, t_offset, weight, w_offset, has_weight, bad, bad_offset, bad_first, row, C,
+  const ACC loss = row_loss(x, target, t_offset, weight, w_offset, has_weight, bad, bad_offset, bad_first, row, C, 1,
                             ignore_index, m, log_sum, smoothing, sum16(lp), &w);
   if (!reduce) {
     STORE_T(out, out_offset + row, loss);
@@ -158,25 +161,26 @@ __kernel void cross_entropy_backward_rows(BACKWARD_ARGS) {
 
 // ---- seg items per row (line_reduce.cl); whole groups ----
 
-__kernel void cross_entropy_lines(FORWARD_ARGS, int seg) {
+__kernel void cross_entropy_lines(FORWARD_ARGS, long inner, int seg) {
   __local ACC s1[WG], s2[WG];
-  const Line L = line_of(C, 1, N, seg);
+  const Line L = line_of(C, inner, N, seg);
+  const long st = L.stride;
   __global const T_T* x = in + in_offset + L.base;
   ACC v[LINE_REGS];
   ACC m = ACC_LOWEST;
 #pragma unroll
   for (int i = 0; i < LINE_REGS; ++i) {
     const long k = L.pos + (long)i * seg;
-    v[i] = k < C ? (ACC)LOAD_T(x, k) : ACC_LOWEST;
+    v[i] = k < C ? (ACC)LOAD_T(x, k * st) : ACC_LOWEST;
     m = LINE_MAX_NAN(m, v[i]);
   }
-  for (long k = L.pos + (long)LINE_REGS * seg; k < C; k += seg) m = LINE_MAX_NAN(m, (ACC)LOAD_T(x, k));
+  for (long k = L.pos + (long)LINE_REGS * seg; k < C; k += seg) m = LINE_MAX_NAN(m, (ACC)LOAD_T(x, k * st));
   m = seg_max(s1, m, L.pos, seg, L.step);
   ACC s = 0;
 #pragma unroll
   for (int i = 0; i < LINE_REGS; ++i)
     if (L.pos + (long)i * seg < C) s += exp(v[i] - m);
-  for (long k = L.pos + (long)LINE_REGS * seg; k < C; k += seg) s += exp((ACC)LOAD_T(x, k) - m);
+  for (long k = L.pos + (long)LINE_REGS * seg; k < C; k += seg) s += exp((ACC)LOAD_T(x, k * st) - m);
   s = seg_sum(s1, s, L.pos, seg, L.step);
   const ACC log_sum = log(s);
   ACC lp = 0;  // with smoothing: sum_c w[c] * logp[c]
@@ -187,7 +191,7 @@ __kernel void cross_entropy_lines(FORWARD_ARGS, int seg) {
       if (k < C) lp += ((v[i] - m) - log_sum) * (has_weight ? (ACC)LOAD_T(weight, w_offset + k) : (ACC)1);
     }
     for (long k = L.pos + (long)LINE_REGS * seg; k < C; k += seg)
-      lp += (((ACC)LOAD_T(x, k) - m) - log_sum) * (has_weight ? (ACC)LOAD_T(weight, w_offset + k) : (ACC)1);
+      lp += (((ACC)LOAD_T(x, k * st) - m) - log_sum) * (has_weight ? (ACC)LOAD_T(weight, w_offset + k) : (ACC)1);
     lp = seg_sum(s1, lp, L.pos, seg, L.step);
   }
   ACC loss = 0, w = 0;
@@ -195,7 +199,7 @@ __kernel void cross_entropy_lines(FORWARD_ARGS, int seg) {
     stats[stats_offset + 2 * L.line] = m;
     stats[stats_offset + 2 * L.line + 1] = log_sum;
     loss = row_loss(x, target, t_offset, weight, w_offset, has_weight, bad, bad_offset, bad_first, L.line, C,
-                    ignore_index, m, log_sum, smoothing, lp, &w);
+                    st, ignore_index, m, log_sum, smoothing, lp, &w);
     if (!reduce) STORE_T(out, out_offset + L.line, loss);
   }
   if (!reduce) return;  // uniform: no barrier follows
@@ -206,8 +210,9 @@ __kernel void cross_entropy_lines(FORWARD_ARGS, int seg) {
   }
 }
 
-__kernel void cross_entropy_backward_lines(BACKWARD_ARGS, int seg) {
-  const Line L = line_of(C, 1, N, seg);
+__kernel void cross_entropy_backward_lines(BACKWARD_ARGS, long inner, int seg) {
+  const Line L = line_of(C, inner, N, seg);
+  const long st = L.stride;
   if (!L.live) return;  // no barrier here
   const RowGrad r = row_grad(grad_out, go_offset, go_stride, target, t_offset, weight, w_offset, has_weight,
                              total_weight, tw_offset, weight_sum, ws_offset, mean, smoothing, L.line, C, ignore_index);
@@ -215,9 +220,9 @@ __kernel void cross_entropy_backward_lines(BACKWARD_ARGS, int seg) {
   __global T_T* gi = grad_in + gi_offset + L.base;
   const ACC m = stats[stats_offset + 2 * L.line], log_sum = stats[stats_offset + 2 * L.line + 1];
   for (long k = L.pos; k < C; k += seg) {
-    ACC v = exp(((ACC)LOAD_T(x, k) - m) - log_sum) * r.a;
+    ACC v = exp(((ACC)LOAD_T(x, k * st) - m) - log_sum) * r.a;
     if (k == r.t) v -= r.b;
     if (smoothing != 0) v -= (has_weight ? (ACC)LOAD_T(weight, w_offset + k) : (ACC)1) * r.d;
-    STORE_T(gi, k, v);
+    STORE_T(gi, k * st, v);
   }
 }

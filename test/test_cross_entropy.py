@@ -1,4 +1,4 @@
-"""cross_entropy of (N, C) logits and class targets runs fused (aten/native/cross_entropy.cpp,
+"""cross_entropy of (N, C) or (N, C, d1, ...) logits and class targets runs fused (aten/native/cross_entropy.cpp,
 kernels_cl/cross_entropy.cl): two launches forward, one backward, in both forms (a work-item per row;
 seg items per row on GPUs and for few rows). Values and gradients against CPU; bad targets raise CPU's
 error; label smoothing too; what the fused path does not take (tracing, transforms, modes, forward AD,
@@ -84,6 +84,34 @@ def test_label_smoothing_matches_cpu_and_runs_fused(shape, weighted, reduction, 
     assert_same_as_cpu(got[1], want[1], rtol=1e-4, atol=1e-6)
     ran = set(names)
     assert ran & FUSED and ran & FUSED_BACKWARD and not ran & COMPOSITE, names
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("shape", [(4, 5, 3, 7), (2, 40, 33), (3, 300, 2)])
+def test_spatial_logits_match_cpu_and_run_fused(shape, weighted, reduction, smoothing):
+    """(N, C, d1, ...): a row of C classes per position, read as columns (adjacent positions adjacent)."""
+    c = shape[1]
+    x = torch.randn(shape, generator=gen(30)) * 3
+    target = torch.randint(0, c, (shape[0], *shape[2:]), generator=gen(31))
+    target.view(-1)[::6] = -100
+    weight = torch.rand(c, generator=gen(32)) + 0.5 if weighted else None
+    want, got, names = run_both(
+        lambda a, t, w: F.cross_entropy(a, t, weight=w, reduction=reduction, label_smoothing=smoothing), x, target,
+        weight)
+    assert_same_as_cpu(got[0], want[0], rtol=1e-4, atol=1e-5)
+    assert_same_as_cpu(got[1], want[1], rtol=1e-4, atol=1e-6)
+    assert {"cross_entropy_lines", "cross_entropy_backward_lines"} <= set(names) and not set(names) & COMPOSITE, names
+
+
+def test_spatial_bad_target_raises_like_cpu():
+    x, t = torch.randn(2, 4, 3, 3, generator=gen(33)), torch.randint(0, 4, (2, 3, 3), generator=gen(34))
+    t[1, 2, 0] = 9
+    with pytest.raises(IndexError, match="Target 9 is out of bounds"):
+        F.cross_entropy(x, t)
+    with native_only(), raises_index_error("Target 9 is out of bounds"):
+        F.cross_entropy(x.to(DEV), t.to(DEV))
 
 
 def test_forms_follow_the_kernel_class():
@@ -173,7 +201,7 @@ def test_what_the_fused_path_does_not_take_runs_the_composite():
     cases = [
         lambda a, w: F.cross_entropy(a, t.to(a.device), label_smoothing=1.5),  # CPU's error
         lambda a, w: F.cross_entropy(a, probabilities.to(a.device)),
-        lambda a, w: F.cross_entropy(a.reshape(2, 4, 5).transpose(1, 2), t.to(a.device).reshape(2, 4)),
+        lambda a, w: F.cross_entropy(a, t.to(a.device).float()),  # CPU's error: class targets must be integers
         lambda a, w: F.cross_entropy(a, t.to(a.device), weight=w),
     ]
     weight = torch.rand(5, generator=gen(16)) + 0.5

@@ -1,9 +1,10 @@
 // cross_entropy over class indices in two launches forward and one backward (kernels_cl/cross_entropy.cl)
 // instead of CPU's composite, log_softmax + nll_loss: that writes log_softmax's (N, C) output, reads it
 // back for the loss, checks the targets in launches of their own, and its backward zeroes, scatters and
-// reads two (N, C) tensors. Label smoothing included. Registered for AutogradPrivateUse1, so the fused
-// forward saves what its backward needs (the logits and two numbers per row). Everything it does not take
-// runs the composite, unchanged: other shapes and target kinds, a weight that needs a gradient, tracing
+// reads two (N, C) tensors. Logits (N, C), (N, C, d1, ...) or (C); label smoothing included. Registered
+// for AutogradPrivateUse1, so the fused forward saves what its backward needs (the logits and two numbers
+// per row). Everything it does not take runs the composite, unchanged: probability targets, integer targets
+// other than int64, a weight that needs a gradient, tracing
 // (torch.compile, export: Inductor fuses the composite itself), functorch transforms, dispatch modes and
 // forward-mode AD. A backward that builds a graph (create_graph) recomputes the composite and
 // differentiates it.
@@ -40,13 +41,34 @@ int error_site() {
   return site;
 }
 
-// Which form runs (N, C): a work-item per row where the device is a CPU with rows enough for its cores,
-// else seg items per row (`seg` > 0).
-int lines_seg(int device, int64_t N, int64_t C) {
+// Logits (N, C, d1, ...) as `rows` rows of C classes, `inner` = d1 * ... apart (1 for (N, C)).
+struct Geometry {
+  int64_t rows, C, inner;
+};
+
+Geometry geometry(const Tensor& x) {
+  const int64_t C = x.size(1);
+  return {x.numel() / C, C, x.numel() / (C * x.size(0))};
+}
+
+// How the kernels run: the rows form (seg == 0, a work-item per row, `groups` = rows) where the device is a
+// CPU with rows enough for its cores and the rows are contiguous, else the lines form (seg items per row,
+// `groups` work-groups).
+struct Plan {
+  int seg;
+  size_t global, local;
+  int64_t groups;
+};
+
+Plan plan(int device, const Geometry& g) {
   const auto& forms = tocl::kernel_forms(device);
   const int64_t units = std::max<int64_t>(1, tocl::device_info(device).compute_units);
-  if (!forms.row_gpu_forms && N >= 8 * units) return 0;
-  return line_launch(device, C, 1, N).seg;
+  if (!forms.row_gpu_forms && g.inner == 1 && g.rows >= 8 * units) {
+    const size_t local = 64;
+    return {0, (static_cast<size_t>(g.rows) + local - 1) / local * local, local, g.rows};
+  }
+  const auto l = line_launch(device, g.C, g.inner, g.rows);
+  return {l.seg, l.global, l.local, static_cast<int64_t>(l.global / l.local)};
 }
 
 // A tensor as the eager kernels see it: no tracing or transform wraps it, no mode watches the call.
@@ -66,16 +88,18 @@ bool fused_applies(const Tensor& self, const Tensor& target, const std::optional
     return false;
   if (c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::FuncTorchDynamicLayerFrontMode)) return false;
   if (!plain_eager(self) || !plain_eager(target) || target.scalar_type() != at::kLong) return false;
-  const bool rows = self.dim() == 2 && target.dim() == 1 && target.size(0) == self.size(0);
+  // (N, C, d1, ...) with target (N, d1, ...), or (C) with a 0-d target.
+  const bool rows = self.dim() >= 2 && target.dim() == self.dim() - 1 && target.size(0) == self.size(0) &&
+                    target.sizes().slice(1).equals(self.sizes().slice(2));
   const bool single = self.dim() == 1 && target.dim() == 0;
-  if (!(rows || single) || self.numel() == 0 || self.size(0) >= INT_MAX) return false;
+  if (!(rows || single) || self.numel() == 0 || target.numel() >= INT_MAX) return false;
   if (self.device() != target.device()) return false;
   const auto type = self.scalar_type();
   if (type != at::kFloat && !(type == at::kDouble && tocl::device_info(device_index(self)).fp64)) return false;
   if (weight.has_value() && weight->defined()) {
     const auto& w = *weight;
     if (!plain_eager(w) || w.requires_grad() || w.scalar_type() != type || w.device() != self.device() ||
-        w.dim() != 1 || w.size(0) != self.size(-1))
+        w.dim() != 1 || w.size(0) != self.size(self.dim() == 1 ? 0 : 1))
       return false;
   }
   return true;
@@ -90,7 +114,7 @@ void raise_first_bad_target(const Tensor& bad, const Tensor& target, int device,
   int first = INT_MAX;
   tocl::copy_device_to_host(device, stream, &first, bad.const_data_ptr(), sizeof(first));
   if (first == INT_MAX) return;
-  TORCH_CHECK_INDEX(false, target_out_of_bounds(target[first].item<int64_t>()));
+  TORCH_CHECK_INDEX(false, target_out_of_bounds(target.reshape({-1})[first].item<int64_t>()));
 }
 
 // The label smoothing as the kernels' ACC (float, or double for double tensors).
@@ -110,12 +134,12 @@ Forward forward(const Tensor& self, const Tensor& target, const Tensor& weight_,
   const auto x = self.contiguous();
   const auto tgt = target.contiguous();
   const auto weight = weight_.defined() ? weight_.contiguous() : Tensor();
-  const int64_t N = x.size(0), C = x.size(1);
+  const auto g = geometry(x);
   const int device = device_index(x);
   const int stream = current_stream_of(x);
   const auto acc = x.options().dtype(x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat);
   const bool reduce = reduction != at::Reduction::None;
-  Forward r{reduce ? at::empty({}, x.options()) : at::empty({N}, x.options()), at::empty({N, 2}, acc),
+  Forward r{reduce ? at::empty({}, x.options()) : at::empty(tgt.sizes(), x.options()), at::empty({g.rows, 2}, acc),
             at::empty({}, x.options())};
 
   // Bad targets: recorded for the next wait where index checks are deferred, else read back below.
@@ -132,30 +156,26 @@ Forward forward(const Tensor& self, const Tensor& target, const Tensor& weight_,
     bad = buffer_arg(bad_word);
   }
 
-  const int seg = lines_seg(device, N, C);
-  const int64_t per_group = seg > 0 ? static_cast<int64_t>(row_group(device)) / seg : 1;
-  const int64_t groups = seg > 0 ? (N + per_group - 1) / per_group : N;
-  const auto partial = reduce ? at::empty({2 * groups}, acc) : r.stats;
+  const auto p = plan(device, g);
+  const auto partial = reduce ? at::empty({2 * p.groups}, acc) : r.stats;
   const AccArg smooth(smoothing, x.scalar_type() == at::kDouble);
-  cl_kernel k = dtype_kernel(x, "cross_entropy.cl", seg > 0 ? "cross_entropy_lines" : "cross_entropy_rows");
+  cl_kernel k = dtype_kernel(x, "cross_entropy.cl", p.seg > 0 ? "cross_entropy_lines" : "cross_entropy_rows");
   const auto run = [&](auto... extra) {
     tocl::set_args(k, buffer_arg(r.loss), buffer_arg(partial), buffer_arg(r.stats), buffer_arg(x), buffer_arg(tgt),
                    buffer_arg(weight.defined() ? weight : x), static_cast<cl_int>(weight.defined()), bad,
-                   static_cast<cl_int>(!deferred), static_cast<cl_long>(N), static_cast<cl_long>(C),
+                   static_cast<cl_int>(!deferred), static_cast<cl_long>(g.rows), static_cast<cl_long>(g.C),
                    static_cast<cl_long>(ignore_index), static_cast<cl_int>(reduce), smooth.arg, extra...);
   };
-  if (seg > 0) {
-    run(static_cast<cl_int>(seg));
-    tocl::enqueue_1d(device, stream, k, static_cast<size_t>(groups) * row_group(device), row_group(device));
+  if (p.seg > 0) {
+    run(static_cast<cl_long>(g.inner), static_cast<cl_int>(p.seg));
   } else {
     run();
-    const size_t local = 64;
-    tocl::enqueue_1d(device, stream, k, (static_cast<size_t>(N) + local - 1) / local * local, local);
   }
+  tocl::enqueue_1d(device, stream, k, p.global, p.local);
   if (reduce) {
     cl_kernel finish = dtype_kernel(x, "loss_gpu.cl", "nll_reduce_finish");
     tocl::set_args(finish, buffer_arg(r.loss), buffer_arg(r.total_weight), buffer_arg(partial),
-                   static_cast<cl_long>(groups), static_cast<cl_int>(reduction == at::Reduction::Mean));
+                   static_cast<cl_long>(p.groups), static_cast<cl_int>(reduction == at::Reduction::Mean));
     tocl::enqueue_1d(device, stream, finish, row_group(device), row_group(device));
   }
   if (deferred) {
@@ -173,36 +193,32 @@ Tensor backward(const Tensor& grad, const Tensor& self, const Tensor& target, co
   const auto x = self.contiguous();
   const auto tgt = target.contiguous();
   const auto weight = weight_.defined() ? weight_.contiguous() : Tensor();
-  const int64_t N = x.size(0), C = x.size(1);
+  const auto g = geometry(x);
   const int device = device_index(x);
   const int stream = current_stream_of(x);
   const bool none = reduction == at::Reduction::None;
   // 'none' reads one gradient per row, `go_stride` apart (0 where it was expanded from a sum).
-  const auto go = none && grad.dim() == 1 ? grad : grad.reshape({-1}).narrow(0, 0, 1);
-  auto grad_in = at::empty({N, C}, x.options());
+  const auto go = none ? grad.reshape({-1}) : grad.reshape({-1}).narrow(0, 0, 1);
+  auto grad_in = at::empty(x.sizes(), x.options());
   // With smoothing, every class's weight enters each row's gradient through their sum.
   const auto weight_sum = smoothing != 0 && weight.defined() ? weight.sum() : x;
   const AccArg smooth(smoothing, x.scalar_type() == at::kDouble);
-  const int seg = lines_seg(device, N, C);
+  const auto p = plan(device, g);
   cl_kernel k =
-      dtype_kernel(x, "cross_entropy.cl", seg > 0 ? "cross_entropy_backward_lines" : "cross_entropy_backward_rows");
+      dtype_kernel(x, "cross_entropy.cl", p.seg > 0 ? "cross_entropy_backward_lines" : "cross_entropy_backward_rows");
   const auto run = [&](auto... extra) {
     tocl::set_args(k, buffer_arg(grad_in), buffer_arg(go), static_cast<cl_long>(none ? go.stride(0) : 0),
                    buffer_arg(x), buffer_arg(stats), buffer_arg(tgt), buffer_arg(weight.defined() ? weight : x),
                    static_cast<cl_int>(weight.defined()), buffer_arg(total_weight), buffer_arg(weight_sum),
-                   static_cast<cl_int>(reduction == at::Reduction::Mean), smooth.arg, static_cast<cl_long>(N),
-                   static_cast<cl_long>(C), static_cast<cl_long>(ignore_index), extra...);
+                   static_cast<cl_int>(reduction == at::Reduction::Mean), smooth.arg, static_cast<cl_long>(g.rows),
+                   static_cast<cl_long>(g.C), static_cast<cl_long>(ignore_index), extra...);
   };
-  if (seg > 0) {
-    run(static_cast<cl_int>(seg));
-    const int64_t per_group = static_cast<int64_t>(row_group(device)) / seg;
-    tocl::enqueue_1d(device, stream, k, static_cast<size_t>((N + per_group - 1) / per_group) * row_group(device),
-                     row_group(device));
+  if (p.seg > 0) {
+    run(static_cast<cl_long>(g.inner), static_cast<cl_int>(p.seg));
   } else {
     run();
-    const size_t local = 64;
-    tocl::enqueue_1d(device, stream, k, (static_cast<size_t>(N) + local - 1) / local * local, local);
   }
+  tocl::enqueue_1d(device, stream, k, p.global, p.local);
   return grad_in;
 }
 
