@@ -6,7 +6,8 @@
 #
 #   bash scripts/gpu_session.sh DIR OUT suite   # build, then the suite on the NVIDIA device (-n 16)
 #   bash scripts/gpu_session.sh DIR OUT bench   # build, then bench_vs_cuda (--fp32-cuda), bench_attention,
-#                                               # bench_compile, the Winograd/im2col comparison
+#                                               # bench_compile (tiny: host overhead), bench_rowops
+#                                               # (fused cross_entropy against the composite), Winograd/im2col
 #
 # DIR holds a copy of ../shared/gpu (see scripts/gpu_machine.sh) and DIR/wheels the test dependencies the
 # machine lacks (`pip download --no-deps -d DIR/wheels expecttest "hypothesis<6.150" pytest-xdist execnet
@@ -44,7 +45,8 @@ case "$phase" in
     step bench_vs_cuda 300 python3 bench/bench_vs_cuda.py --fp32-cuda --json "$out/bench_vs_cuda.json"
     step bench_attention 60 python3 bench/bench_attention.py
     step bench_attention_sweep 90 python3 bench/bench_attention.py --sweep --repeat 5
-    step bench_compile 120 python3 bench/bench_compile.py --steps 10 --only mlp,transformer,gelu_mlp,layernorm,attention
+    step bench_compile 120 python3 bench/bench_compile.py --steps 10 --only mlp,transformer,gelu_mlp,layernorm,attention,tiny
+    step bench_rowops 120 python3 bench/bench_rowops.py --set gpu --compare none --calls 20
     step bench_winograd 60 python3 bench/bench_conv.py --winograd --batch 128
     ;;
   *)
