@@ -188,7 +188,8 @@ def test_forward_ad_vmap_and_grad_transforms_match_cpu():
         with fwAD.dual_level():
             dual = fwAD.make_dual(x.to(device), tangent.to(device))
             jvp = fwAD.unpack_dual(F.cross_entropy(dual, t.to(device))).tangent
-        per_sample = torch.func.vmap(lambda a, b: F.cross_entropy(a, b))(x.to(device).unsqueeze(1), t.to(device).unsqueeze(1))
+        per_sample = torch.func.vmap(lambda a, b: F.cross_entropy(a, b))(x.to(device).unsqueeze(1),
+                                                                        t.to(device).unsqueeze(1))
         grad = torch.func.grad(lambda a: F.cross_entropy(a, t.to(device), reduction="sum"))(x.to(device))
         out.append((jvp, per_sample, grad))
     assert_same_as_cpu(out[1], out[0])

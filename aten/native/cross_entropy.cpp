@@ -128,97 +128,98 @@ struct AccArg {
   AccArg(const AccArg&) = delete;
 };
 
-Forward forward(const Tensor& self, const Tensor& target, const Tensor& weight_, int64_t reduction,
+// A call's contiguous operands, their geometry, device and stream, and how its kernels run.
+struct Call {
+  Tensor x, tgt, weight;  // weight: undefined without one
+  Geometry g;
+  int device, stream;
+  Plan p;
+  Call(const Tensor& self, const Tensor& target, const Tensor& weight_)
+      : x(self.contiguous()),
+        tgt(target.contiguous()),
+        weight(weight_.defined() ? weight_.contiguous() : Tensor()),
+        g(geometry(x)),
+        device(device_index(x)),
+        stream(current_stream_of(x)),
+        p(plan(device, g)) {}
+
+  const char* form(const char* rows, const char* lines) const { return p.seg > 0 ? lines : rows; }
+  tocl::BufferArg weight_arg() const { return buffer_arg(weight.defined() ? weight : x); }
+  bool is_double() const { return x.scalar_type() == at::kDouble; }
+
+  // Sets the arguments (the lines form's own last) and launches.
+  template <typename... Args>
+  void launch(cl_kernel k, const Args&... args) const {
+    if (p.seg > 0) {
+      tocl::set_args(k, args..., static_cast<cl_long>(g.inner), static_cast<cl_int>(p.seg));
+    } else {
+      tocl::set_args(k, args...);
+    }
+    tocl::enqueue_1d(device, stream, k, p.global, p.local);
+  }
+};
+
+Forward forward(const Tensor& self, const Tensor& target, const Tensor& weight, int64_t reduction,
                 int64_t ignore_index, double smoothing) {
   const c10::DeviceGuard guard(self.device());
-  const auto x = self.contiguous();
-  const auto tgt = target.contiguous();
-  const auto weight = weight_.defined() ? weight_.contiguous() : Tensor();
-  const auto g = geometry(x);
-  const int device = device_index(x);
-  const int stream = current_stream_of(x);
-  const auto acc = x.options().dtype(x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat);
+  const Call c(self, target, weight);
+  const auto acc = c.x.options().dtype(c.is_double() ? at::kDouble : at::kFloat);
   const bool reduce = reduction != at::Reduction::None;
-  Forward r{reduce ? at::empty({}, x.options()) : at::empty(tgt.sizes(), x.options()), at::empty({g.rows, 2}, acc),
-            at::empty({}, x.options())};
+  Forward r{reduce ? at::empty({}, c.x.options()) : at::empty(c.tgt.sizes(), c.x.options()),
+            at::empty({c.g.rows, 2}, acc), at::empty({}, c.x.options())};
 
   // Bad targets: recorded for the next wait where index checks are deferred, else read back below.
-  const bool deferred = index_checks_deferred(tgt);
+  const bool deferred = index_checks_deferred(c.tgt);
   Tensor bad_word;
   tocl::BufferArg bad;
   if (deferred) {
-    const auto record = tocl::site_record(device, error_site());
+    const auto record = tocl::site_record(c.device, error_site());
     bad = tocl::BufferArg{record.buffer, record.offset / sizeof(int32_t)};
   } else {
     static const int kNone = INT_MAX;  // static: the copy does not wait
-    bad_word = at::empty({1}, x.options().dtype(at::kInt));
-    tocl::copy_host_to_device(device, stream, bad_word.mutable_data_ptr(), &kNone, sizeof(kNone), false);
+    bad_word = at::empty({1}, c.x.options().dtype(at::kInt));
+    tocl::copy_host_to_device(c.device, c.stream, bad_word.mutable_data_ptr(), &kNone, sizeof(kNone), false);
     bad = buffer_arg(bad_word);
   }
 
-  const auto p = plan(device, g);
-  const auto partial = reduce ? at::empty({2 * p.groups}, acc) : r.stats;
-  const AccArg smooth(smoothing, x.scalar_type() == at::kDouble);
-  cl_kernel k = dtype_kernel(x, "cross_entropy.cl", p.seg > 0 ? "cross_entropy_lines" : "cross_entropy_rows");
-  const auto run = [&](auto... extra) {
-    tocl::set_args(k, buffer_arg(r.loss), buffer_arg(partial), buffer_arg(r.stats), buffer_arg(x), buffer_arg(tgt),
-                   buffer_arg(weight.defined() ? weight : x), static_cast<cl_int>(weight.defined()), bad,
-                   static_cast<cl_int>(!deferred), static_cast<cl_long>(g.rows), static_cast<cl_long>(g.C),
-                   static_cast<cl_long>(ignore_index), static_cast<cl_int>(reduce), smooth.arg, extra...);
-  };
-  if (p.seg > 0) {
-    run(static_cast<cl_long>(g.inner), static_cast<cl_int>(p.seg));
-  } else {
-    run();
-  }
-  tocl::enqueue_1d(device, stream, k, p.global, p.local);
+  const auto partial = reduce ? at::empty({2 * c.p.groups}, acc) : r.stats;
+  const AccArg smooth(smoothing, c.is_double());
+  c.launch(dtype_kernel(c.x, "cross_entropy.cl", c.form("cross_entropy_rows", "cross_entropy_lines")),
+           buffer_arg(r.loss), buffer_arg(partial), buffer_arg(r.stats), buffer_arg(c.x), buffer_arg(c.tgt),
+           c.weight_arg(), static_cast<cl_int>(c.weight.defined()), bad, static_cast<cl_int>(!deferred),
+           static_cast<cl_long>(c.g.rows), static_cast<cl_long>(c.g.C), static_cast<cl_long>(ignore_index),
+           static_cast<cl_int>(reduce), smooth.arg);
   if (reduce) {
-    cl_kernel finish = dtype_kernel(x, "loss_gpu.cl", "nll_reduce_finish");
+    cl_kernel finish = dtype_kernel(c.x, "loss_gpu.cl", "nll_reduce_finish");
     tocl::set_args(finish, buffer_arg(r.loss), buffer_arg(r.total_weight), buffer_arg(partial),
-                   static_cast<cl_long>(p.groups), static_cast<cl_int>(reduction == at::Reduction::Mean));
-    tocl::enqueue_1d(device, stream, finish, row_group(device), row_group(device));
+                   static_cast<cl_long>(c.p.groups), static_cast<cl_int>(reduction == at::Reduction::Mean));
+    tocl::enqueue_1d(c.device, c.stream, finish, row_group(c.device), row_group(c.device));
   }
   if (deferred) {
-    tocl::arm_error_site(device, stream, error_site());
+    tocl::arm_error_site(c.device, c.stream, error_site());
   } else {
-    raise_first_bad_target(bad_word, tgt, device, stream);
+    raise_first_bad_target(bad_word, c.tgt, c.device, c.stream);
   }
   return r;
 }
 
-Tensor backward(const Tensor& grad, const Tensor& self, const Tensor& target, const Tensor& weight_,
+Tensor backward(const Tensor& grad, const Tensor& self, const Tensor& target, const Tensor& weight,
                 const Tensor& stats, const Tensor& total_weight, int64_t reduction, int64_t ignore_index,
                 double smoothing) {
   const c10::DeviceGuard guard(self.device());
-  const auto x = self.contiguous();
-  const auto tgt = target.contiguous();
-  const auto weight = weight_.defined() ? weight_.contiguous() : Tensor();
-  const auto g = geometry(x);
-  const int device = device_index(x);
-  const int stream = current_stream_of(x);
+  const Call c(self, target, weight);
   const bool none = reduction == at::Reduction::None;
   // 'none' reads one gradient per row, `go_stride` apart (0 where it was expanded from a sum).
   const auto go = none ? grad.reshape({-1}) : grad.reshape({-1}).narrow(0, 0, 1);
-  auto grad_in = at::empty(x.sizes(), x.options());
+  auto grad_in = at::empty(c.x.sizes(), c.x.options());
   // With smoothing, every class's weight enters each row's gradient through their sum.
-  const auto weight_sum = smoothing != 0 && weight.defined() ? weight.sum() : x;
-  const AccArg smooth(smoothing, x.scalar_type() == at::kDouble);
-  const auto p = plan(device, g);
-  cl_kernel k =
-      dtype_kernel(x, "cross_entropy.cl", p.seg > 0 ? "cross_entropy_backward_lines" : "cross_entropy_backward_rows");
-  const auto run = [&](auto... extra) {
-    tocl::set_args(k, buffer_arg(grad_in), buffer_arg(go), static_cast<cl_long>(none ? go.stride(0) : 0),
-                   buffer_arg(x), buffer_arg(stats), buffer_arg(tgt), buffer_arg(weight.defined() ? weight : x),
-                   static_cast<cl_int>(weight.defined()), buffer_arg(total_weight), buffer_arg(weight_sum),
-                   static_cast<cl_int>(reduction == at::Reduction::Mean), smooth.arg, static_cast<cl_long>(g.rows),
-                   static_cast<cl_long>(g.C), static_cast<cl_long>(ignore_index), extra...);
-  };
-  if (p.seg > 0) {
-    run(static_cast<cl_long>(g.inner), static_cast<cl_int>(p.seg));
-  } else {
-    run();
-  }
-  tocl::enqueue_1d(device, stream, k, p.global, p.local);
+  const auto weight_sum = smoothing != 0 && c.weight.defined() ? c.weight.sum() : c.x;
+  const AccArg smooth(smoothing, c.is_double());
+  c.launch(dtype_kernel(c.x, "cross_entropy.cl", c.form("cross_entropy_backward_rows", "cross_entropy_backward_lines")),
+           buffer_arg(grad_in), buffer_arg(go), static_cast<cl_long>(none ? go.stride(0) : 0), buffer_arg(c.x),
+           buffer_arg(stats), buffer_arg(c.tgt), c.weight_arg(), static_cast<cl_int>(c.weight.defined()),
+           buffer_arg(total_weight), buffer_arg(weight_sum), static_cast<cl_int>(reduction == at::Reduction::Mean),
+           smooth.arg, static_cast<cl_long>(c.g.rows), static_cast<cl_long>(c.g.C), static_cast<cl_long>(ignore_index));
   return grad_in;
 }
 
