@@ -203,6 +203,7 @@ def test_what_the_fused_path_does_not_take_runs_the_composite():
         lambda a, w: F.cross_entropy(a, t.to(a.device), label_smoothing=1.5),  # CPU's error
         lambda a, w: F.cross_entropy(a, probabilities.to(a.device)),
         lambda a, w: F.cross_entropy(a, t.to(a.device).float()),  # CPU's error: class targets must be integers
+        lambda a, w: torch._C._nn.cross_entropy_loss(a, t.to(a.device), None, 5, -100, 0.0),  # no such reduction
         lambda a, w: F.cross_entropy(a, t.to(a.device), weight=w),
     ]
     weight = torch.rand(5, generator=gen(16)) + 0.5

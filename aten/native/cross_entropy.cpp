@@ -81,12 +81,13 @@ bool plain_eager(const Tensor& t) {
          !t._fw_grad(/*level=*/0).defined();
 }
 
-bool fused_applies(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+bool fused_applies(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction,
                    double label_smoothing) {
   // Smoothing outside [0, 1] is the composite's error.
   if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0) || c10::impl::TorchDispatchModeTLS::stack_len() > 0)
     return false;
   if (c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::FuncTorchDynamicLayerFrontMode)) return false;
+  if (reduction < at::Reduction::None || reduction > at::Reduction::Sum) return false;  // as the composite treats it
   if (!plain_eager(self) || !plain_eager(target) || target.scalar_type() != at::kLong) return false;
   // (N, C, d1, ...) with target (N, d1, ...), or (C) with a 0-d target.
   const bool rows = self.dim() >= 2 && target.dim() == self.dim() - 1 && target.size(0) == self.size(0) &&
@@ -262,7 +263,7 @@ struct FusedCrossEntropy : public torch::autograd::Function<FusedCrossEntropy> {
 
 Tensor cross_entropy_loss(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
                           int64_t reduction, c10::SymInt ignore_index, double label_smoothing) {
-  if (!fused_applies(self, target, weight, label_smoothing))
+  if (!fused_applies(self, target, weight, reduction, label_smoothing))
     return at::native::cross_entropy_loss_symint(self, target, weight, reduction, std::move(ignore_index),
                                                  label_smoothing);
   const int64_t ignore = ignore_index.expect_int();
