@@ -124,8 +124,8 @@ NLL_CPU = ("nll_forward_reduce",)
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("shape", [(512, 100), (3, 3000), (64, 10, 5, 3)])
 def test_log_softmax_nll_loss_forms(shape, weighted, reduction):
-    # 512 * 1 and 64 * 15 targets: several groups of partial sums; 3 targets: one. (cross_entropy of 2-D
-    # logits runs fused instead: test_cross_entropy.py.)
+    # 512 * 1 and 64 * 15 targets: several groups of partial sums; 3 targets: one. (cross_entropy of these
+    # logits runs fused: test_cross_entropy.py.)
     x = torch.randn(shape, generator=gen(5)) * 3
     target = torch.randint(0, shape[1], (shape[0], *shape[2:]), generator=gen(6))
     target.view(-1)[::7] = -100

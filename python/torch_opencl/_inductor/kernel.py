@@ -254,7 +254,8 @@ class OpenCLKernel(SIMDKernel):
         of the group read the old value: barriers keep those reads before the write and later reads after
         it, so no item reads while another writes."""
         guarded = self._guard_single(line)
-        real = V.graph.scheduler.mutation_real_name.get(name, name)  # a mutated graph input's own name
+        renames = getattr(getattr(V.graph, "scheduler", None), "mutation_real_name", None) or {}
+        real = renames.get(name, name)  # a mutated graph input's own name
         aliased = any(n in self.args.input_buffers or n in self.args.inplace_buffers for n in (name, real))
         if guarded is line or not aliased:
             buffer.writeline(DeferredLine(name, guarded))
