@@ -25,13 +25,10 @@
 #include "line_reduce.cl"
 
 inline void note_bad_target(__global int* bad, ulong bad_offset, int bad_first, long row, long t, long C) {
-  __global int* r = bad + bad_offset;
   if (bad_first) {
-    atomic_min((volatile __global int*)r, (int)row);
-  } else if (atomic_cmpxchg((volatile __global int*)r, 0, 1) == 0) {
-    __global long* seen = (__global long*)(r + 2);
-    seen[0] = t;
-    seen[1] = C;
+    atomic_min((volatile __global int*)(bad + bad_offset), (int)row);
+  } else {
+    tocl_record_index_error(bad + bad_offset, t, C);
   }
 }
 

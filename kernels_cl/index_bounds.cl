@@ -60,12 +60,7 @@ __kernel void record_out_of_range(__global int* record, ulong record_offset, __g
   for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
     const long v = (long)index[index_offset + i];
     if ((v < lo || v >= hi) && !(has_skip && v == skip)) {
-      __global int* r = record + record_offset;
-      if (atomic_cmpxchg((volatile __global int*)r, 0, 1) == 0) {
-        __global long* seen = (__global long*)(r + 2);
-        seen[0] = v;
-        seen[1] = hi;
-      }
+      tocl_record_index_error(record + record_offset, v, hi);
       return;
     }
   }

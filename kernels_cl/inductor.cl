@@ -84,11 +84,7 @@ inline void tocl_atomic_add_float(volatile __global float* p, float v) {
 // longs from int 2 on) and the access is clamped into range; the wrapper raises IndexError at the end of
 // the run (python/torch_opencl/_inductor/runtime.py), where eager would have raised at the call.
 inline long tocl_index_error(__global int* errors, long index, long size) {
-  if (atomic_cmpxchg((volatile __global int*)errors, 0, 1) == 0) {
-    __global long* at = (__global long*)(errors + 2);
-    at[0] = index;
-    at[1] = size;
-  }
+  tocl_record_index_error(errors, index, size);
   return index < 0 ? 0 : size - 1;
 }
 

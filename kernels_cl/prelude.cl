@@ -12,6 +12,16 @@
 #endif
 #endif
 
+// An index error in a record of runtime/deferred_errors.h's layout (an int flag, an unused int, then the
+// index and the size as longs): the first kernel to set the flag writes them.
+inline void tocl_record_index_error(__global int* record, long index, long size) {
+  if (atomic_cmpxchg((volatile __global int*)record, 0, 1) == 0) {
+    __global long* seen = (__global long*)(record + 2);
+    seen[0] = index;
+    seen[1] = size;
+  }
+}
+
 // bfloat16 is stored as the high 16 bits of a float; math is done in float.
 inline float bf16_to_float(ushort b) { return as_float(((uint)b) << 16); }
 inline ushort float_to_bf16(float f) {

@@ -9,8 +9,8 @@
 // keeps working: a raised record is cleared.
 //
 // A record is kErrorRecordBytes: int flag (set with atomic_cmpxchg by the first kernel that fails), int
-// unused, then long index and long size as that kernel saw them. kernels_cl/index_bounds.cl's
-// record_out_of_range and kernels_cl/inductor.cl's tocl_index_error write this layout.
+// unused, then long index and long size as that kernel saw them. kernels_cl/prelude.cl's
+// tocl_record_index_error writes this layout (for index_bounds.cl, inductor.cl and cross_entropy.cl).
 #include <cstdint>
 #include <functional>
 #include <memory>
