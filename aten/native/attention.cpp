@@ -26,6 +26,7 @@
 #include <string>
 #include <tuple>
 
+#include "aten/kernel_support/acc_arg.h"
 #include "aten/kernel_support/cl_types.h"
 #include "aten/kernel_support/dtype_fallback.h"
 #include "aten/kernel_support/opencl_tensor.h"
@@ -196,16 +197,16 @@ void set_inputs(tocl::ArgSetter& a, const Inputs& in) {
   for (const int64_t n : {in.q.size(0), in.q.size(1), in.k.size(1), in.q.size(2), in.k.size(2)})
     a.set(static_cast<cl_long>(n));
   a.set(static_cast<cl_int>(in.q.size(3))).set(static_cast<cl_int>(in.v.size(3)));
-  const float scale_f = static_cast<float>(in.scale);
   const bool dbl = in.q.scalar_type() == at::kDouble;
-  a.set(tocl::RawArg{dbl ? sizeof(double) : sizeof(float), dbl ? static_cast<const void*>(&in.scale) : &scale_f});
+  const AccArg scale(in.scale, dbl);
+  a.set(scale.arg);
   a.set(static_cast<cl_int>(in.causal));
   // Dropout: kept when a draw's low 24 bits are below ceil((1 - p) * 2^24), i.e. its uniform < 1 - p.
   const double p = in.dropout.p, keep = 1.0 - p;
   const double drop_scale = keep > 0 ? 1.0 / keep : 0.0;  // p == 1 drops every weight: zeros, not NaN
-  const float drop_scale_f = static_cast<float>(drop_scale);
   a.set(static_cast<cl_int>(p > 0)).set(static_cast<cl_uint>(std::ceil(keep * 16777216.0)));
-  a.set(tocl::RawArg{dbl ? sizeof(double) : sizeof(float), dbl ? static_cast<const void*>(&drop_scale) : &drop_scale_f});
+  const AccArg drop(drop_scale, dbl);
+  a.set(drop.arg);
   a.set(static_cast<cl_ulong>(in.dropout.seed)).set(static_cast<cl_ulong>((in.dropout.offset + 3) / 4));
 }
 

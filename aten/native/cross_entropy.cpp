@@ -20,6 +20,7 @@
 
 #include <climits>
 
+#include "aten/kernel_support/acc_arg.h"
 #include "aten/kernel_support/kernel_program.h"
 #include "aten/kernel_support/line_geometry.h"
 #include "aten/kernel_support/opencl_tensor.h"
@@ -117,17 +118,6 @@ void raise_first_bad_target(const Tensor& bad, const Tensor& target, int device,
   if (first == INT_MAX) return;
   TORCH_CHECK_INDEX(false, target_out_of_bounds(target.reshape({-1})[first].item<int64_t>()));
 }
-
-// The label smoothing as the kernels' ACC (float, or double for double tensors).
-struct AccArg {
-  cl_float f;
-  cl_double d;
-  tocl::RawArg arg;
-  AccArg(double v, bool is_double) : f(static_cast<cl_float>(v)), d(v) {
-    arg = is_double ? tocl::RawArg{sizeof(d), &d} : tocl::RawArg{sizeof(f), &f};
-  }
-  AccArg(const AccArg&) = delete;
-};
 
 // A call's contiguous operands, their geometry, device and stream, and how its kernels run.
 struct Call {

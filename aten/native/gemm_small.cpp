@@ -10,6 +10,7 @@
 #include <string>
 #include <tuple>
 
+#include "aten/kernel_support/acc_arg.h"
 #include "aten/kernel_support/cl_types.h"
 #include "aten/kernel_support/opencl_tensor.h"
 #include "runtime/device.h"
@@ -131,13 +132,11 @@ bool small_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, d
     sbb = pack_batch == 1 ? 0 : tiles_n * k * nc;
   }
   cl_kernel kernel = tocl::get_kernel(program, wide ? "gemm_tile_wide" : "gemm_tile_narrow");
-  const float alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);
-  const tocl::RawArg al{dbl ? sizeof(double) : sizeof(float), dbl ? static_cast<const void*>(&alpha) : &alpha_f};
-  const tocl::RawArg be{dbl ? sizeof(double) : sizeof(float), dbl ? static_cast<const void*>(&beta) : &beta_f};
+  const AccArg al(alpha, dbl), be(beta, dbl);
   tocl::set_args(kernel, buffer_arg(a), b_arg, buffer_arg(c), buffer_arg(s), static_cast<cl_int>(m),
                  static_cast<cl_int>(n), static_cast<cl_int>(k), stride(a, d - 2), stride(a, d - 1), sbk, sbn,
                  stride(c, d - 2), stride(c, d - 1), stride(s, d - 2), stride(s, d - 1), sab, sbb, scb, ssb,
-                 static_cast<cl_int>(tiles_m), static_cast<cl_int>(tiles_n), static_cast<cl_int>(batch), al, be,
+                 static_cast<cl_int>(tiles_m), static_cast<cl_int>(tiles_n), static_cast<cl_int>(batch), al.arg, be.arg,
                  static_cast<cl_int>(pack));
   // Work-groups of 4 tiles (measured a little faster than 1 on PoCL), single tiles when there are few to
   // spread over the cores.

@@ -10,6 +10,7 @@
 #include <string>
 #include <tuple>
 
+#include "aten/kernel_support/acc_arg.h"
 #include "aten/kernel_support/cl_types.h"
 #include "aten/kernel_support/opencl_tensor.h"
 #include "runtime/device.h"
@@ -133,9 +134,7 @@ bool tiled_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, d
     return t.size(dim) == 1 ? 0 : static_cast<cl_long>(t.stride(dim));
   };
   const bool dbl = c.scalar_type() == at::kDouble;
-  const float alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);
-  const tocl::RawArg al{dbl ? sizeof(double) : sizeof(float), dbl ? static_cast<const void*>(&alpha) : &alpha_f};
-  const tocl::RawArg be{dbl ? sizeof(double) : sizeof(float), dbl ? static_cast<const void*>(&beta) : &beta_f};
+  const AccArg al(alpha, dbl), be(beta, dbl);
   const cl_program program = program_for(device, c.scalar_type(), plan);
   const int stream = current_stream_of(c);
 
@@ -171,8 +170,8 @@ bool tiled_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, d
     const int64_t zs = std::min(kMaxGridYZ, z_total - z0);
     tocl::set_args(kernel, a_arg, b_arg, c_arg, s_arg, static_cast<cl_int>(m), static_cast<cl_int>(n),
                    static_cast<cl_int>(k), a_si, a_sk, b_sk, b_sj, c_si, c_sj, s_si, s_sj, a_bs, b_bs, c_bs, s_bs,
-                   static_cast<cl_int>(used_splits), static_cast<cl_int>(k_chunk), al, be, static_cast<cl_ulong>(z0),
-                   static_cast<cl_int>(vec4));
+                   static_cast<cl_int>(used_splits), static_cast<cl_int>(k_chunk), al.arg, be.arg,
+                   static_cast<cl_ulong>(z0), static_cast<cl_int>(vec4));
     const size_t global[3] = {static_cast<size_t>(tiles_m * kGroupSide), static_cast<size_t>(tiles_n * kGroupSide),
                               static_cast<size_t>(zs)};
     const size_t local[3] = {kGroupSide, kGroupSide, 1};
@@ -183,7 +182,7 @@ bool tiled_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, d
     const int64_t total = batch * m * n;
     tocl::set_args(sum, buffer_arg(partial), buffer_arg(c), s_arg, static_cast<cl_int>(m), static_cast<cl_int>(n),
                    static_cast<cl_int>(used_splits), stride(c, d - 2), stride(c, d - 1),
-                   d == 3 ? stride(c, 0) : cl_long(0), s_si, s_sj, s_bs, be, static_cast<cl_ulong>(total));
+                   d == 3 ? stride(c, 0) : cl_long(0), s_si, s_sj, s_bs, be.arg, static_cast<cl_ulong>(total));
     tocl::enqueue_1d(device, stream, sum, static_cast<size_t>(total), tocl::kernel_forms(device).elementwise_group);
   }
   return true;
