@@ -17,7 +17,7 @@
 // the list a is the list o (in place).
 
 #define NT 16
-#define PER_ITEM 16
+// PER_ITEM (elements per work-item) comes from the host: runtime/kernel_forms.h's foreach_per_item.
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
@@ -74,8 +74,8 @@
 
 // Item k handles the PER_ITEM consecutive elements from k * PER_ITEM: a plain loop
 // the compiler vectorizes within the item (PoCL does not vectorize this kernel over
-// items). In place (o is a), x is read from o: a loop over two equal pointers would
-// fail the vectorizer's run-time overlap check and run scalar.
+// items, so CPUs get a large PER_ITEM). In place (o is a), x is read from o: a loop
+// over two equal pointers would fail the vectorizer's run-time overlap check and run scalar.
 #define FOR_ELEMENTS                                                \
   const uint first = k * PER_ITEM;                                  \
   const uint last = min(first + PER_ITEM, n);                       \
@@ -180,6 +180,29 @@ inline ACC norm_combine(ACC a, ACC b, int ord) {
   if (ord == 0) return (isnan(b) || b > a) ? b : a;
   return a + b;
 }
+// An item's run into `acc` with ord a constant: eight independent accumulators, which the compiler turns
+// into one vector (a single one is a serial chain of adds, as float addition does not reassociate).
+#define NORM_RUN(acc, ORD)                                                                    \
+  {                                                                                           \
+    const uint first = k * PER_ITEM;                                                          \
+    const uint last = min(first + PER_ITEM, n);                                               \
+    ACC r0 = 0, r1 = 0, r2 = 0, r3 = 0, r4 = 0, r5 = 0, r6 = 0, r7 = 0;                       \
+    uint i = first;                                                                           \
+    for (; i + 8 <= last; i += 8) {                                                           \
+      r0 = norm_step(r0, (ACC)LOAD_T(a_ptr, a_base + i), ORD);                                \
+      r1 = norm_step(r1, (ACC)LOAD_T(a_ptr, a_base + i + 1), ORD);                            \
+      r2 = norm_step(r2, (ACC)LOAD_T(a_ptr, a_base + i + 2), ORD);                            \
+      r3 = norm_step(r3, (ACC)LOAD_T(a_ptr, a_base + i + 3), ORD);                            \
+      r4 = norm_step(r4, (ACC)LOAD_T(a_ptr, a_base + i + 4), ORD);                            \
+      r5 = norm_step(r5, (ACC)LOAD_T(a_ptr, a_base + i + 5), ORD);                            \
+      r6 = norm_step(r6, (ACC)LOAD_T(a_ptr, a_base + i + 6), ORD);                            \
+      r7 = norm_step(r7, (ACC)LOAD_T(a_ptr, a_base + i + 7), ORD);                            \
+    }                                                                                         \
+    for (; i < last; ++i) r0 = norm_step(r0, (ACC)LOAD_T(a_ptr, a_base + i), ORD);            \
+    acc = norm_combine(norm_combine(norm_combine(r0, r1, ORD), norm_combine(r2, r3, ORD), ORD), \
+                       norm_combine(norm_combine(r4, r5, ORD), norm_combine(r6, r7, ORD), ORD), ORD); \
+  }
+
 #define GROUP_REDUCE(acc)                                            \
   __local ACC scratch[WG];                                           \
   const uint lid = get_local_id(0);                                  \
@@ -196,7 +219,13 @@ __kernel void foreach_norm_partial(LIST(a), uint16 istart_v, uint16 n_v, uint to
   LOCATE(istart_v, total)
   SEL(a)
   ACC acc = 0;
-  FOR_ELEMENTS acc = norm_step(acc, (ACC)LOAD_T(a_ptr, a_base + i), ord);
+  if (ord == 2) {
+    NORM_RUN(acc, 2)
+  } else if (ord == 1) {
+    NORM_RUN(acc, 1)
+  } else {
+    NORM_RUN(acc, 0)
+  }
   GROUP_REDUCE(acc)
   if (lid == 0 && gid < total) partial[partial_off + get_group_id(0)] = scratch[0];
 }

@@ -49,6 +49,10 @@ KernelForms choose(const DeviceInfo& d) {
   f.reduce_group = pow2_group;
   f.reduce_fill_groups = std::max<size_t>(64, 4 * static_cast<size_t>(d.compute_units));
 
+  // PoCL, AdamW's _foreach ops over bench_training's MLP parameters (bench/bench_foreach.py): 16 elements an
+  // item ran 3-8x slower than a per-tensor kernel per tensor.
+  f.foreach_per_item = f.gpu() ? 16 : 1024;
+
   // Row-wise families (softmax, layer norm, batch norm): their GPU forms need a power-of-two group.
   f.row_gpu_forms = f.gpu() && (f.row_group & (f.row_group - 1)) == 0;
   f.line_items = 8;

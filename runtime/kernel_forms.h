@@ -72,6 +72,12 @@ struct KernelForms {
   // equal indices (deterministic, no atomics, parallel) rather than a work-item per row scanning all.
   bool sorted_segment_sums = false;
 
+  // ---- Multi-tensor apply (the _foreach_* ops of torch.optim and clip_grad_norm_: aten/native/foreach.cpp) ----
+  // Consecutive elements per work-item. Each item first finds its tensor and picks that tensor's pointers
+  // out of 16 (a few dozen instructions); GPUs hide that behind memory, CPUs pay it per item, so the CPU
+  // form gives an item a run long enough for its vectorised loop to dominate.
+  size_t foreach_per_item = 16;
+
   // ---- Row-wise families: softmax/log_softmax, layer_norm, batch_norm, nll_loss (cross_entropy) ----
   // GPU forms (kernels_cl/line_reduce.cl and the *_gpu.cl files that include it): the lines of a
   // kernel (rows, or the columns of a softmax over a non-last dim) share work-groups of row_group

@@ -31,12 +31,12 @@ const char* lowest_value(c10::ScalarType type) {
 size_t row_group(int device) { return tocl::kernel_forms(device).row_group; }
 
 cl_program dtype_program(int device, const char* file, c10::ScalarType type, c10::ScalarType index_type,
-                         size_t group) {
+                         size_t group, const std::string& defines) {
   if (group == 0) group = row_group(device);
   static std::mutex mutex;
-  static std::map<std::tuple<int, std::string, c10::ScalarType, c10::ScalarType, size_t>, cl_program> programs;
+  static std::map<std::tuple<int, std::string, c10::ScalarType, c10::ScalarType, size_t, std::string>, cl_program> programs;
   std::lock_guard<std::mutex> lock(mutex);
-  auto& program = programs[{device, file, type, index_type, group}];
+  auto& program = programs[{device, file, type, index_type, group, defines}];
   if (!program) {
     const std::string source = program_prelude({type}) + operand_defines("T", type) + operand_defines("I", index_type) +
                                "#define ACC " + storage_type(compute_dtype(type)) + "\n" +
@@ -44,7 +44,7 @@ cl_program dtype_program(int device, const char* file, c10::ScalarType type, c10
                                (at::isFloatingType(type) ? "#define ACC_ISNAN(x) isnan(x)\n" : "#define ACC_ISNAN(x) 0\n") +
                                "#define ACC_LOWEST " + lowest_value(type) + "\n" +
                                "#define WG " +
-                               std::to_string(group) + "\n" + tocl::embedded_sources().at(file);
+                               std::to_string(group) + "\n" + defines + tocl::embedded_sources().at(file);
     program = tocl::get_program(device, source);
   }
   return program;

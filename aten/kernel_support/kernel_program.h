@@ -10,12 +10,15 @@
 
 #include <functional>
 #include <initializer_list>
+#include <string>
 
 namespace torch_opencl {
 
-// WG in the source is `group` work-items, or the device's row group (row_group(device)) when 0.
+// WG in the source is `group` work-items, or the device's row group (row_group(device)) when 0. `defines`
+// ("#define NAME value\n" lines) goes before the file, for a constant the device's forms choose.
 cl_program dtype_program(int device, const char* file, c10::ScalarType type,
-                         c10::ScalarType index_type = c10::ScalarType::Long, size_t group = 0);
+                         c10::ScalarType index_type = c10::ScalarType::Long, size_t group = 0,
+                         const std::string& defines = {});
 
 // Kernel of that program (per thread, as tocl::get_kernel).
 cl_kernel dtype_kernel(const at::Tensor& like, const char* file, const char* name,

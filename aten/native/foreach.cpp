@@ -30,6 +30,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "aten/kernel_support/cl_types.h"
@@ -37,6 +38,7 @@
 #include "aten/kernel_support/kernel_program.h"
 #include "aten/kernel_support/opencl_tensor.h"
 #include "runtime/device.h"
+#include "runtime/kernel_forms.h"
 #include "runtime/program_cache.h"
 
 namespace torch_opencl {
@@ -49,7 +51,6 @@ using ScalarList = at::ArrayRef<at::Scalar>;
 namespace native = at::native;
 
 constexpr size_t kNT = 16;        // NT in foreach.cl: tensors per list per launch
-constexpr uint64_t kPer = 16;     // PER_ITEM in foreach.cl
 constexpr uint64_t kWG = 64;      // WG: the work-group size, on every device (chunks are whole groups)
 constexpr uint64_t kMaxItems = uint64_t(1) << 31;  // items of one launch (uint indices in the kernels)
 
@@ -162,21 +163,21 @@ void set_list(Args& a, TensorList list, size_t begin, size_t used, cl_mem dummy)
   a.set(offsets);
 }
 
-uint64_t items_of(uint64_t n);
+uint64_t items_of(uint64_t n, uint64_t per);
 
-// The next chunk of a list: up to kNT tensors whose items sum stays below kMaxItems.
+// The next chunk of a list: up to kNT tensors whose items (of `per` elements) sum stays below kMaxItems.
 struct Chunk {
   size_t begin = 0, used = 0;
   cl_uint16 start{}, n{};
   uint64_t total = 0;
   cl_mem dummy = nullptr;  // a buffer of the chunk, for slots without one
 };
-Chunk next_chunk(TensorList list, size_t begin) {
+Chunk next_chunk(TensorList list, size_t begin, uint64_t per) {
   Chunk c;
   c.begin = begin;
   while (begin + c.used < list.size() && c.used < kNT) {
     const Tensor& t = list[begin + c.used];
-    const uint64_t items = items_of(static_cast<uint64_t>(t.numel()));
+    const uint64_t items = items_of(static_cast<uint64_t>(t.numel()), per);
     if (c.used > 0 && c.total + items >= kMaxItems) break;
     c.start.s[c.used] = static_cast<cl_uint>(c.total);
     c.n.s[c.used] = static_cast<cl_uint>(t.numel());
@@ -188,12 +189,17 @@ Chunk next_chunk(TensorList list, size_t begin) {
   return c;
 }
 
-// Work items of a tensor of n elements: PER_ITEM elements each, whole work groups
+// Work items of a tensor of n elements: `per` (PER_ITEM) elements each, whole work groups
 // (so a group works on one tensor).
-uint64_t items_of(uint64_t n) { return (n + kPer * kWG - 1) / (kPer * kWG) * kWG; }
+uint64_t items_of(uint64_t n, uint64_t per) { return (n + per * kWG - 1) / (per * kWG) * kWG; }
+
+// Elements per work-item on this device: the CPU and GPU forms differ (runtime/kernel_forms.h).
+uint64_t per_item(int device) { return tocl::kernel_forms(device).foreach_per_item; }
 
 cl_kernel foreach_kernel(const Tensor& like, const char* name) {
-  return tocl::get_kernel(dtype_program(like.device().index(), "foreach.cl", like.scalar_type(), at::kLong, kWG), name);
+  const int device = like.device().index();
+  const std::string per = "#define PER_ITEM " + std::to_string(per_item(device)) + "\n";
+  return tocl::get_kernel(dtype_program(device, "foreach.cl", like.scalar_type(), at::kLong, kWG, per), name);
 }
 
 // Runs kernel `name` over the lists (output first; 2 lists for the unary signature, 3 for binary/ternary).
@@ -208,7 +214,7 @@ void launch(const char* name, std::initializer_list<TensorList> lists, const Sca
   cl_kernel k = foreach_kernel(ref, name);
   const bool inplace = lists.size() > 1 && lists.begin()[1].data() == out.data();
   for (size_t begin = 0; begin < out.size();) {
-    const Chunk c = next_chunk(out, begin);
+    const Chunk c = next_chunk(out, begin, per_item(device));
     begin += c.used;
     if (c.total == 0) continue;
     Args a(k);
@@ -461,7 +467,7 @@ std::vector<Tensor> norm(TensorList self, const Scalar& ord, std::optional<at::S
   cl_kernel final_k = foreach_kernel(ref, "foreach_norm_final");
   const auto acc_type = ref.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
   for (size_t begin = 0; begin < self.size();) {
-    const Chunk c = next_chunk(self, begin);
+    const Chunk c = next_chunk(self, begin, per_item(device));
     begin += c.used;
     const cl_mem out_buffer = buffer_arg(out[c.begin]).buffer;
     const Tensor partial = at::empty({static_cast<int64_t>(c.total / kWG)}, ref.options().dtype(acc_type));
