@@ -160,6 +160,43 @@ inline ACC_T center_of(int op, __global const ACC_T* center, ulong i) {
 inline ACC_T accumulate_run(int op, __global const IN_T* x, long n, ACC_T p, ACC_T mu) {
   ACC_T a[16];
   long i = 0;
+#ifdef ACC_V16
+  // The input is the accumulate type (float or double): the common ops load 16 elements as one vector,
+  // which PoCL's compiler keeps in vector registers (the lanes below stayed scalar: 1M floats summed in
+  // 5x the time). Same lanes, same order, same result.
+  if (op == OP_SUM || op == OP_MEAN || op == OP_VAR || op == OP_STD || op == OP_NORM_1 || op == OP_NORM_2 ||
+      op == OP_NORM_INF || op == OP_MAX || op == OP_MIN || op == OP_CENTERED_MEAN) {
+    ACC_V16 v = (ACC_V16)identity_of(op);
+#define VECTOR_RUN(update)                            \
+  for (; i + 16 <= n; i += 16) {                      \
+    const ACC_V16 y = vload16(0, x + i);              \
+    update;                                           \
+  }
+    if (op == OP_SUM || op == OP_MEAN) {
+      VECTOR_RUN(v += y)
+    } else if (op == OP_VAR || op == OP_STD) {
+      VECTOR_RUN(v += (y - mu) * (y - mu))
+    } else if (op == OP_CENTERED_MEAN) {
+      VECTOR_RUN(v += y - mu)
+    } else if (op == OP_NORM_2) {
+      VECTOR_RUN(v += y * y)
+    } else if (op == OP_NORM_1) {
+      VECTOR_RUN(v += fabs(y))
+    } else if (op == OP_NORM_INF) {
+      VECTOR_RUN(v = select(fabs(y), v, (v != v) | (v > fabs(y))))
+    } else if (op == OP_MAX) {
+      VECTOR_RUN(v = select(y, v, (v != v) | (v > y)))  // v != v: NaN, as a compare (isnan is a call)
+    } else {
+      VECTOR_RUN(v = select(y, v, (v != v) | (v < y)))
+    }
+#undef VECTOR_RUN
+    vstore16(v, 0, a);
+    ACC_T t = a[0];
+    for (int j = 1; j < 16; ++j) t = combine(op, t, a[j]);
+    for (; i < n; ++i) t = combine(op, t, map_in(op, LOAD_ACC(x, i), p, mu));
+    return t;
+  }
+#endif
   if (op == OP_SUM || op == OP_MEAN) {
     for (int j = 0; j < 16; ++j) a[j] = (ACC_T)0;
     for (; i + 16 <= n; i += 16)

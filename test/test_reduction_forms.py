@@ -107,6 +107,29 @@ def test_nan_propagates(shape, dims):
     check(lambda t: t.argmax(d[0]) if dims else t.argmax(), x, rtol=0, atol=0)
 
 
+# Contiguous runs in the CPU forms load 16 elements as one vector where the input is the accumulate type
+# (float, double) and add the tail one by one: lengths either side of 16 and its multiples, NaN in the
+# vector body and in the tail, infinities, for each op that takes the vector path (var/std through their
+# max and centered-mean passes).
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("n", [15, 16, 17, 47, 256, 4099])
+@pytest.mark.parametrize("special", ["none", "nan_body", "nan_tail", "inf"])
+def test_vector_runs(dtype, n, special):
+    torch.manual_seed(n)
+    x = torch.randn(3, n, dtype=dtype)
+    if special == "nan_body":
+        x[1, min(5, n - 1)] = float("nan")
+    elif special == "nan_tail":
+        x[2, n - 1] = float("nan")
+    elif special == "inf":
+        x[0, n // 2], x[2, n - 1] = float("inf"), float("-inf")
+    for op in (lambda t: t.sum(1), lambda t: t.mean(1), lambda t: t.var(1), lambda t: t.std(1),
+               lambda t: t.amax(1), lambda t: t.amin(1), lambda t: torch.linalg.vector_norm(t, 1, dim=1),
+               lambda t: torch.linalg.vector_norm(t, dim=1), lambda t: torch.linalg.vector_norm(t, float("inf"), dim=1),
+               lambda t: t.sum(), lambda t: torch.linalg.vector_norm(t)):
+        check(op, x)
+
+
 def test_strided_and_empty_inputs():
     torch.manual_seed(3)
     x = torch.randn(300, 200)
