@@ -14,6 +14,21 @@ __kernel void index_select(__global T_T* out, ulong out_offset, __global const T
   STORE_T(out, out_offset + e, LOAD_T(in, in_offset + src));
 }
 
+// index_select's line form (runtime/kernel_forms.h's copy_lines, CPU devices): a work-item copies a run of
+// at most `chunk` elements of one selected row, with the row's index read and its offsets computed once.
+__kernel void index_select_lines(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset,
+                                 __global const I_T* index, ulong index_offset, long runs, long chunks, long chunk,
+                                 long K, long D, long inner) {
+  const long e = get_global_id(0);
+  if (e >= runs) return;
+  const long row = e / chunks, lo = (e % chunks) * chunk, hi = min(lo + chunk, inner);
+  const long k = row % K, o = row / K;
+  const long ix = clamp((long)index[index_offset + k], 0L, D - 1);  // clamped as index_select's
+  __global T_T* dst = out + out_offset + row * inner;
+  __global const T_T* src = in + in_offset + (o * D + ix) * inner;
+  for (long i = lo; i < hi; ++i) STORE_T(dst, i, LOAD_T(src, i));
+}
+
 // grad_weight (V, D) row v = sum over n with indices[n] == v of grad (N, D) row n. One work-item
 // owns one row: it scans the indices once, in order (deterministic, no atomics), and adds each
 // matching grad row into its own output row. Divided by the count of v when scale_by_freq; zero

@@ -34,6 +34,56 @@ __kernel void gather_nd(__global T_T* out, ulong out_offset, __global const T_T*
   out[out_offset + dst] = in[in_offset + src];
 }
 
+// The line forms (runtime/kernel_forms.h's copy_lines, CPU devices): a work-item copies a run of at most
+// `chunk` elements along the innermost dim, with the index arithmetic of the other dims done once per run
+// (a work-item per element pays a division per dim per element: 3-20 ns an element on PoCL).
+// Where both strides are 1 the run is a plain loop the compiler vectorises.
+#define COPY_RUN(dst, dst_stride, src, src_stride, n)                               \
+  if ((dst_stride) == 1 && (src_stride) == 1) {                                       \
+    for (I_T r_ = 0; r_ < (n); ++r_) (dst)[r_] = (src)[r_];                          \
+  } else {                                                                          \
+    for (I_T r_ = 0; r_ < (n); ++r_) (dst)[r_ * (dst_stride)] = (src)[r_ * (src_stride)]; \
+  }
+
+// gather_nd's line form: dim 0 (innermost) walked by the run, its source coordinate stepped (and
+// wrapped at in_size: roll, repeat) instead of recomputed.
+__kernel void gather_lines(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset, long runs,
+                           long chunks, long chunk, GatherGeometry g) {
+  if (get_global_id(0) >= runs) return;
+  I_T rest = (I_T)get_global_id(0) / (I_T)chunks;
+  const I_T lo = ((I_T)get_global_id(0) % (I_T)chunks) * (I_T)chunk;
+  I_T src = 0, dst = 0;
+  for (int d = 1; d < g.ndim; ++d) {
+    const I_T size = (I_T)g.out_sizes[d];
+    const I_T i = rest % size;
+    rest /= size;
+    I_T c = (g.flips[d] ? size - 1 - i : i) + (I_T)g.shifts[d];
+    const I_T in_size = (I_T)g.in_sizes[d];
+    if (c >= in_size) c %= in_size;
+    src += c * (I_T)g.in_strides[d];
+    dst += i * (I_T)g.out_strides[d];
+  }
+  const I_T size0 = (I_T)g.out_sizes[0], in0 = (I_T)g.in_sizes[0];
+  const I_T hi = min(lo + (I_T)chunk, size0);
+  const I_T is0 = (I_T)g.in_strides[0], os0 = (I_T)g.out_strides[0];
+  __global T_T* o = out + out_offset + dst;
+  __global const T_T* x = in + in_offset + src;
+  I_T c = ((g.flips[0] ? size0 - 1 - lo : lo) + (I_T)g.shifts[0]) % in0;
+  if (!g.flips[0] && g.shifts[0] == 0 && size0 == in0) {
+    COPY_RUN(o + lo * os0, os0, x + lo * is0, is0, hi - lo)  // a plain copy along dim 0
+  } else if (g.flips[0]) {
+    for (I_T i = lo; i < hi; ++i) {
+      o[i * os0] = x[c * is0];
+      c = c == 0 ? in0 - 1 : c - 1;
+    }
+  } else {
+    for (I_T i = lo; i < hi; ++i) {
+      o[i * os0] = x[c * is0];
+      c = c + 1 == in0 ? 0 : c + 1;
+    }
+  }
+}
+
 // cat: up to CAT_PARTS inputs of the output's dtype copied into their slices of the output in one
 // launch (one launch per input otherwise: a transformer's split backward, a stack of many tensors).
 // Every tensor is described over the output's dims (at most CAT_DIMS after merging, innermost
@@ -85,4 +135,65 @@ __kernel void cat_parts(__global T_T* out, ulong out_offset, __global const T_T*
     default: v = in7[o7 + src]; break;
   }
   out[out_offset + dst] = v;
+}
+
+// cat_parts' line form: a run along dim 0 of one line of the output (dims 1..3), copied from the part
+// that holds it; where dim 0 is the cat dim, a run crosses parts and copies each part's segment.
+#define PART(p, ptr, off)                                                          \
+  switch (p) {                                                                    \
+    case 0: ptr = in0; off = o0; break;                                           \
+    case 1: ptr = in1; off = o1; break;                                           \
+    case 2: ptr = in2; off = o2; break;                                           \
+    case 3: ptr = in3; off = o3; break;                                           \
+    case 4: ptr = in4; off = o4; break;                                           \
+    case 5: ptr = in5; off = o5; break;                                           \
+    case 6: ptr = in6; off = o6; break;                                           \
+    default: ptr = in7; off = o7; break;                                          \
+  }
+
+__kernel void cat_lines(__global T_T* out, ulong out_offset, __global const T_T* in0, ulong o0,
+                        __global const T_T* in1, ulong o1, __global const T_T* in2, ulong o2,
+                        __global const T_T* in3, ulong o3, __global const T_T* in4, ulong o4,
+                        __global const T_T* in5, ulong o5, __global const T_T* in6, ulong o6,
+                        __global const T_T* in7, ulong o7, long runs, long chunks, long chunk, CatGeometry g) {
+  if (get_global_id(0) >= runs) return;
+  I_T line = (I_T)get_global_id(0) / (I_T)chunks;
+  const I_T lo = ((I_T)get_global_id(0) % (I_T)chunks) * (I_T)chunk;
+  const I_T hi = min(lo + (I_T)chunk, (I_T)g.sizes[0]);
+  // The line's coordinates in dims 1..3 (the cat dim's taken from the launch's first part on).
+  I_T c1 = line % (I_T)g.sizes[1];
+  line /= (I_T)g.sizes[1];
+  I_T c2 = line % (I_T)g.sizes[2];
+  I_T c3 = line / (I_T)g.sizes[2];
+  const I_T first = (I_T)g.starts[0];
+  if (g.cat_dim == 1) c1 += first;
+  if (g.cat_dim == 2) c2 += first;
+  if (g.cat_dim == 3) c3 += first;
+  const I_T dst = c1 * (I_T)g.out_strides[1] + c2 * (I_T)g.out_strides[2] + c3 * (I_T)g.out_strides[3];
+  const I_T os0 = (I_T)g.out_strides[0];
+  __global const T_T* ptr;
+  ulong off;
+  if (g.cat_dim != 0) {
+    const I_T cc = g.cat_dim == 1 ? c1 : g.cat_dim == 2 ? c2 : c3;
+    int p = 0;
+    while (p + 1 < g.parts && cc >= (I_T)g.starts[p + 1]) ++p;
+    const I_T within = cc - (I_T)g.starts[p];  // the coordinate in part p
+    const I_T src = (g.cat_dim == 1 ? within : c1) * (I_T)g.in_strides[p][1] +
+                    (g.cat_dim == 2 ? within : c2) * (I_T)g.in_strides[p][2] +
+                    (g.cat_dim == 3 ? within : c3) * (I_T)g.in_strides[p][3];
+    const I_T is0 = (I_T)g.in_strides[p][0];
+    PART(p, ptr, off)
+    COPY_RUN(out + out_offset + dst + lo * os0, os0, ptr + off + src + lo * is0, is0, hi - lo)
+    return;
+  }
+  // dim 0 is the cat dim: [lo, hi) runs over parts; part p holds [starts[p], starts[p + 1]) - first.
+  for (int p = 0; p < g.parts; ++p) {
+    const I_T b = max(lo, (I_T)g.starts[p] - first), e = min(hi, (I_T)g.starts[p + 1] - first);
+    if (b >= e) continue;
+    const I_T src = c1 * (I_T)g.in_strides[p][1] + c2 * (I_T)g.in_strides[p][2] + c3 * (I_T)g.in_strides[p][3];
+    const I_T is0 = (I_T)g.in_strides[p][0];
+    PART(p, ptr, off)
+    COPY_RUN(out + out_offset + dst + (b + first) * os0, os0, ptr + off + src + (b + first - (I_T)g.starts[p]) * is0,
+             is0, e - b)
+  }
 }

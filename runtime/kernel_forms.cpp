@@ -49,8 +49,11 @@ KernelForms choose(const DeviceInfo& d) {
   f.reduce_group = pow2_group;
   f.reduce_fill_groups = std::max<size_t>(64, 4 * static_cast<size_t>(d.compute_units));
 
-  // PoCL, AdamW's _foreach ops over bench_training's MLP parameters (bench/bench_foreach.py): 16 elements an
-  // item ran 3-8x slower than a per-tensor kernel per tensor.
+  f.copy_lines = !f.gpu();
+
+  // PoCL, 16 elements an item: _foreach_sqrt over bench_training's MLP parameters took 4x a per-tensor
+  // sqrt per tensor, and AdamW's foreach step over 6 large parameters 12.1 ms (1024: 4.4 ms;
+  // bench/bench_foreach.py --params 6 --scale 8).
   f.foreach_per_item = f.gpu() ? 16 : 1024;
 
   // Row-wise families (softmax, layer norm, batch norm): their GPU forms need a power-of-two group.

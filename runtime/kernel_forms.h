@@ -72,6 +72,14 @@ struct KernelForms {
   // equal indices (deterministic, no atomics, parallel) rather than a work-item per row scanning all.
   bool sorted_segment_sums = false;
 
+  // ---- Copies that rearrange: cat, flip/roll/repeat, index_select (aten/native/shape_ops.cpp, indexing.cpp) ----
+  // Line forms: a work-item copies a run of up to copy_run elements along the innermost dim and does the
+  // other dims' index arithmetic once per run. CPUs need them (a division per dim per element dominated:
+  // cat of two 1024x1024 floats took 20 ms on PoCL); GPUs keep a work-item per element, whose
+  // neighbours read and write neighbouring elements (coalesced).
+  bool copy_lines = false;
+  size_t copy_run = 4096;
+
   // ---- Multi-tensor apply (the _foreach_* ops of torch.optim and clip_grad_norm_: aten/native/foreach.cpp) ----
   // Consecutive elements per work-item. Each item first finds its tensor and picks that tensor's pointers
   // out of 16 (a few dozen instructions); GPUs hide that behind memory, CPUs pay it per item, so the CPU

@@ -62,9 +62,20 @@ Tensor& index_select_out(const Tensor& self, int64_t dim, const Tensor& index, T
   int64_t inner = 1;
   for (int64_t k = dim + 1; k < self.dim(); ++k) inner *= self.size(k);
   auto o = out.is_contiguous() ? out : at::empty(sizes, out.options());
-  cl_kernel k = dtype_kernel(in, "indexing.cl", "index_select", idx.scalar_type());
-  tocl::set_args(k, buffer_arg(o), buffer_arg(in), buffer_arg(idx), L(o.numel()), L(index.numel()), L(D), L(inner));
-  tocl::enqueue_1d(device_index(in), current_stream_of(in), k, o.numel());
+  const auto& forms = tocl::kernel_forms(device_index(in));
+  if (forms.copy_lines && inner > 1) {  // a work-item per run of a selected row (runtime/kernel_forms.h)
+    const int64_t run = static_cast<int64_t>(forms.copy_run);
+    const int64_t chunks = (inner + run - 1) / run;
+    const int64_t runs = o.numel() / inner * chunks;
+    cl_kernel k = dtype_kernel(in, "indexing.cl", "index_select_lines", idx.scalar_type());
+    tocl::set_args(k, buffer_arg(o), buffer_arg(in), buffer_arg(idx), L(runs), L(chunks), L(run), L(index.numel()),
+                   L(D), L(inner));
+    tocl::enqueue_1d(device_index(in), current_stream_of(in), k, runs);
+  } else {
+    cl_kernel k = dtype_kernel(in, "indexing.cl", "index_select", idx.scalar_type());
+    tocl::set_args(k, buffer_arg(o), buffer_arg(in), buffer_arg(idx), L(o.numel()), L(index.numel()), L(D), L(inner));
+    tocl::enqueue_1d(device_index(in), current_stream_of(in), k, o.numel());
+  }
   if (!o.is_same(out)) out.copy_(o);
   return out;
 }

@@ -19,6 +19,7 @@
 #include "aten/kernel_support/kernel_program.h"
 #include "aten/kernel_support/opencl_tensor.h"
 #include "aten/kernel_support/structured.h"
+#include "runtime/kernel_forms.h"
 #include "runtime/program_cache.h"
 
 namespace torch_opencl {
@@ -98,8 +99,19 @@ void gather(const Tensor& out, const Tensor& in, std::vector<GatherDim> dims, co
   }
   const int device = device_index(in);
   const bool narrow = std::max({index_extent(in), index_extent(out), out.numel()}) < (int64_t{1} << 31) - 1;
-  cl_kernel k = tocl::get_kernel(dtype_program(device, "shape_ops.cl", bits_type(in), narrow ? at::kInt : at::kLong),
-                                 "gather_nd");
+  const cl_program program = dtype_program(device, "shape_ops.cl", bits_type(in), narrow ? at::kInt : at::kLong);
+  const auto& forms = tocl::kernel_forms(device);
+  if (forms.copy_lines && g.ndim > 0) {
+    const int64_t run = static_cast<int64_t>(forms.copy_run);
+    const int64_t chunks = (g.out_sizes[0] + run - 1) / run;
+    const int64_t runs = out.numel() / g.out_sizes[0] * chunks;
+    cl_kernel k = tocl::get_kernel(program, "gather_lines");
+    tocl::set_args(k, buffer_arg(out), buffer_arg(in), static_cast<cl_long>(runs), static_cast<cl_long>(chunks),
+                   static_cast<cl_long>(run), g);
+    tocl::enqueue_1d(device, current_stream_of(in), k, runs);
+    return;
+  }
+  cl_kernel k = tocl::get_kernel(program, "gather_nd");
   tocl::set_args(k, buffer_arg(out), buffer_arg(in), static_cast<cl_long>(out.numel()), g);
   tocl::enqueue_1d(device, current_stream_of(in), k, out.numel());
 }
@@ -230,8 +242,9 @@ bool cat_launches(const std::vector<CatPart>& parts, int64_t dim, const Tensor& 
   for (const auto& p : parts) extent = std::max(extent, index_extent(*p.tensor));
   const bool narrow = extent < (int64_t{1} << 31) - 1;
   const int device = device_index(out);
+  const auto& forms = tocl::kernel_forms(device);
   cl_kernel k = tocl::get_kernel(dtype_program(device, "shape_ops.cl", bits_type(out), narrow ? at::kInt : at::kLong),
-                                 "cat_parts");
+                                 forms.copy_lines ? "cat_lines" : "cat_parts");
   const int ndim = static_cast<int>(dims.size());
   for (size_t first = 0; first < parts.size(); first += kCatParts) {
     const size_t count = std::min<size_t>(kCatParts, parts.size() - first);
@@ -254,6 +267,14 @@ bool cat_launches(const std::vector<CatPart>& parts, int64_t dim, const Tensor& 
     tocl::ArgSetter args(k);
     args.set(buffer_arg(out));
     for (size_t j = 0; j < kCatParts; ++j) args.set(buffer_arg(*parts[first + std::min(j, count - 1)].tensor));
+    if (forms.copy_lines && total > 0) {  // runs of dim 0 (innermost) instead of elements
+      const int64_t run = static_cast<int64_t>(forms.copy_run);
+      const int64_t chunks = (g.sizes[0] + run - 1) / run;
+      const int64_t runs = total / g.sizes[0] * chunks;
+      args.set(static_cast<cl_long>(runs)).set(static_cast<cl_long>(chunks)).set(static_cast<cl_long>(run)).set(g);
+      tocl::enqueue_1d(device, current_stream_of(out), k, static_cast<size_t>(runs));
+      continue;
+    }
     args.set(static_cast<cl_long>(total)).set(g);
     tocl::enqueue_1d(device, current_stream_of(out), k, static_cast<size_t>(total));
   }

@@ -1,0 +1,122 @@
+"""Copies that rearrange, in both kernel classes (runtime/kernel_forms.h's copy_lines): cat, flip, roll,
+repeat and index_select. The CPU class copies runs along the innermost dim (at most copy_run = 4096
+elements each, so rows of 5000 take two runs); scripts/test.sh runs this file again with
+TORCH_OPENCL_KERNEL_CLASS=gpu, where a work-item copies one element. Shapes reach each branch: runs
+that cross cat's parts, more parts than one launch takes (8), strided and transposed inputs, flips and
+rolls that wrap inside a run, repeats of the innermost dim, rows longer than a run, several dtypes."""
+import pytest
+import torch
+
+import torch_opencl
+from _device_helpers import assert_same_as_cpu, launched_kernels, native_only
+
+DEV = "opencl"
+GPU = torch_opencl._C._device_properties(0)["kernel_class"] == "gpu"
+DTYPES = [torch.float32, torch.float64, torch.int64, torch.bool, torch.float16]
+
+
+def make(shape, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=g) > 0.5
+    if dtype == torch.int64:
+        return torch.randint(-1000, 1000, shape, generator=g)
+    return torch.randn(shape, generator=g).to(dtype)
+
+
+def check(fn, *xs):
+    want = fn(*xs)
+    with native_only():
+        got = fn(*(x.to(DEV) for x in xs))
+    assert_same_as_cpu(got, want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cat(dtype, dim):
+    a, b = make((3, 5000), dtype, 1), make((3, 5000), dtype, 2)
+    check(lambda a, b: torch.cat([a, b], dim), a, b)
+
+
+@pytest.mark.parametrize("shape,dim", [((2, 3, 7), 2), ((2, 3, 7), 1), ((4, 1, 6), 0), ((5000,), 0), ((6, 2, 4100), 2)])
+def test_cat_parts_of_unequal_sizes(shape, dim):
+    # 11 parts (two launches, the second starting past the first's parts) of sizes 1..11 along `dim`.
+    parts = []
+    for n in range(1, 12):
+        s = list(shape)
+        s[dim] = n
+        parts.append(make(tuple(s), torch.float32, n))
+    check(lambda *ps: torch.cat(ps, dim), *parts)
+
+
+def test_cat_strided_inputs_and_output():
+    x, y = make((40, 30), torch.float32, 3), make((40, 20), torch.float32, 4)
+    check(lambda x, y: torch.cat([x.t(), y.t()], 0), x, y)          # transposed parts
+    check(lambda x, y: torch.cat([x[:, ::2], y[:, 1::2]], 1), x, y)  # stepped columns
+    check(lambda x, y: torch.cat([x.t(), y.t()], 0).t(), x, y)
+    out = torch.empty(50, 40, device=DEV).t()  # a transposed out=
+    with native_only():
+        torch.cat([x.to(DEV), y.to(DEV)], 1, out=out)
+    assert torch.equal(out.cpu(), torch.cat([x, y], 1))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_flip_roll_repeat(dtype):
+    x = make((3, 5000), dtype, 5)
+    check(lambda t: t.flip(1), x)
+    check(lambda t: t.flip(0), x)
+    check(lambda t: t.flip(0, 1), x)
+    check(lambda t: t.roll(1234, 1), x)   # wraps inside a run
+    check(lambda t: t.roll(-7, 1), x)
+    check(lambda t: t.roll((1, 4999), (0, 1)), x)
+    check(lambda t: t[:, :70].repeat(2, 3), x)   # the innermost dim repeated: its source wraps twice
+    check(lambda t: t[:, 0].repeat(5, 1), x)
+
+
+def test_flip_roll_of_views():
+    x = make((30, 40, 5), torch.float32, 6)
+    check(lambda t: t.transpose(0, 2).flip(2), x)
+    check(lambda t: t[:, ::3].roll(2, 1), x)
+    check(lambda t: t.permute(2, 0, 1).repeat(1, 2, 2), x)
+    check(lambda t: t.roll(7), x)  # flattened roll
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_index_select_rows(dtype):
+    x = make((50, 5000), dtype, 7)
+    idx = torch.tensor([3, 0, 49, 3, 17])
+    check(lambda t, i: t.index_select(0, i), x, idx)
+    check(lambda t, i: t.index_select(1, i), x, idx)  # inner 1: the per-element kernel
+    y = make((4, 6, 9), dtype, 8)
+    check(lambda t, i: t.index_select(1, i), y, torch.tensor([5, 0, 5]))
+    check(lambda t, i: t.index_select(0, i), y, torch.tensor([2, 2], dtype=torch.int32))
+
+
+def test_embedding_forward_rows():
+    w = make((100, 384), torch.float32, 9)
+    idx = torch.randint(0, 100, (8, 33), generator=torch.Generator().manual_seed(0))
+    check(lambda w, i: torch.nn.functional.embedding(i, w), w, idx)
+
+
+def test_scalar_operands_take_the_contiguous_kernel():
+    # A Python scalar is a kernel argument: its zero stride must not send the op to the strided kernel.
+    x = make((64, 100), torch.float32, 10)
+    check(lambda t: t * 2.5, x)
+    check(lambda t: 3 - t, x)
+    check(lambda t: torch.where(t > 0, t, 0.5), x)
+    with launched_kernels() as names:
+        (x.to(DEV) * 2.5).cpu()
+    assert "pointwise_contiguous" in names and "pointwise_strided" not in names
+
+
+def test_kernels_follow_the_class():
+    x = make((3, 5000), torch.float32, 11).to(DEV)
+    with launched_kernels() as names:
+        torch.cat([x, x], 1)
+        x.flip(1)
+        x.index_select(0, torch.tensor([1, 0], device=DEV))
+        torch.opencl.synchronize()
+    if GPU:
+        assert {"cat_parts", "gather_nd", "index_select"} <= set(names)
+    else:
+        assert {"cat_lines", "gather_lines", "index_select_lines"} <= set(names)
