@@ -366,6 +366,52 @@ __kernel void reduce_outer(__global const IN_T* in, ulong in_offset, __global OU
   }
 }
 
+#ifdef ACC_V16
+// Strided sums whose outputs are adjacent in the input (a bias gradient: sum(0) of a (rows, M) matrix):
+// a work-item per 16 adjacent outputs and chunk of rows, their 16 running sums one vector, four rows
+// apart in four vectors. Where there is more than one chunk (nchunks) it writes partial[c * M + o], as
+// reduce_outer, which reduce_outer_partials combines.
+inline void columns_write(__global OUT_T* out, ulong out_offset, __global ACC_T* partial, ulong partial_offset,
+                          int op, long M, long nchunks, long c, long o, long out_stride, ACC_T a, ACC_T divisor) {
+  if (nchunks == 1)
+    STORE_OUT(out, out_offset + o * out_stride, finish(op, a, divisor, (ACC_T)0, (ACC_T)0));
+  else
+    partial[partial_offset + c * M + o] = a;
+}
+
+__kernel void reduce_columns(__global const IN_T* in, ulong in_offset, __global OUT_T* out, ulong out_offset,
+                             __global ACC_T* partial, ulong partial_offset, int op, long M, long R, long chunk,
+                             long nchunks, ReduceGeometry g, ACC_T divisor) {
+  const long blocks = (M + 15) / 16;
+  if (get_global_id(0) >= blocks * nchunks) return;
+  const long c = get_global_id(0) / blocks, b = get_global_id(0) % blocks * 16;
+  const long begin = c * chunk, end = min(R, begin + chunk), s = g.red_strides[0];
+  __global const IN_T* x = in + in_offset + b;  // output o reads from element o (in_strides[0] is 1)
+  const long out_stride = g.out_strides[0];
+  if (b + 16 <= M) {
+    ACC_V16 a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    long r = begin;
+    for (; r + 4 <= end; r += 4) {
+      a0 += vload16(0, x + r * s);
+      a1 += vload16(0, x + (r + 1) * s);
+      a2 += vload16(0, x + (r + 2) * s);
+      a3 += vload16(0, x + (r + 3) * s);
+    }
+    for (; r < end; ++r) a0 += vload16(0, x + r * s);
+    ACC_T v[16];
+    vstore16((a0 + a1) + (a2 + a3), 0, v);
+    for (int j = 0; j < 16; ++j)
+      columns_write(out, out_offset, partial, partial_offset, op, M, nchunks, c, b + j, out_stride, v[j], divisor);
+  } else {
+    for (long o = b; o < M; ++o) {
+      ACC_T a = 0;
+      for (long r = begin; r < end; ++r) a += x[o - b + r * s];
+      columns_write(out, out_offset, partial, partial_offset, op, M, nchunks, c, o, out_stride, a, divisor);
+    }
+  }
+}
+#endif
+
 #endif  // !REDUCE_GPU_FORMS
 
 // Second pass of reduce_outer: item o combines partial[c * M + o] over the chunks.

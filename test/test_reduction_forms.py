@@ -130,6 +130,27 @@ def test_vector_runs(dtype, n, special):
         check(op, x)
 
 
+# Column sums (outputs adjacent in the input, reduce_columns in the CPU class): widths either side of 16
+# and its multiples, heights either side of four rows and of a 256-row chunk, a strided output, mean,
+# float64, NaN and inf in a column.
+@pytest.mark.parametrize("rows,cols", [(1, 5), (3, 16), (7, 17), (256, 33), (257, 48), (1000, 70), (4099, 3)])
+def test_column_sums(rows, cols):
+    torch.manual_seed(rows + cols)
+    x = torch.randn(rows, cols)
+    check(lambda t: t.sum(0), x)
+    check(lambda t: t.mean(0), x)
+    check(lambda t: t.sum(0), x.double())
+    check(lambda t: t.sum((0, 1)) if t.dim() == 3 else t.view(rows, 1, cols).sum(0), x)
+    y = x.clone()
+    y[rows // 2, cols - 1] = float("nan")
+    y[0, 0] = float("inf")
+    check(lambda t: t.sum(0), y)
+    with native_only():  # into a strided out=
+        out = torch.empty(cols, 2, device=DEV)[:, 1]
+        torch.sum(x.to(DEV), 0, out=out)
+    torch.testing.assert_close(out.cpu(), x.sum(0), rtol=1e-4, atol=1e-5)
+
+
 def test_strided_and_empty_inputs():
     torch.manual_seed(3)
     x = torch.randn(300, 200)
@@ -163,17 +184,18 @@ def test_reduction_kernels_follow_the_kernel_class():
         assert {"reduce_rows", "reduce_partials"} <= kernels_run(lambda: big.sum())
         assert {"reduce_cols", "reduce_outer_partials"} <= kernels_run(lambda: cols[:, :8].sum(0))
     else:
-        seen = kernels_run(lambda: (rows.sum(-1), cols.sum(0), big.sum()))
+        seen = kernels_run(lambda: (rows.sum(-1), cols.sum(0), big.sum(), cols.amax(0)))  # amax: reduce_outer
         assert not {"reduce_rows", "reduce_cols"} & seen, seen
-        assert {"reduce_outer", "reduce_group"} <= seen, seen
-        # A linear layer's bias gradient (a sum over a batch of 128) is one pass; large sums split.
+        assert {"reduce_columns", "reduce_outer", "reduce_group"} <= seen, seen
+        # A linear layer's bias gradient (a sum over a batch of 128): one pass of 16 outputs a work-item;
+        # long columns are summed in chunks of 256 rows, then the chunks' sums.
         grad, tall = torch.randn(128, 256, device=DEV), torch.randn(32768, 64, device=DEV)
         torch.opencl.synchronize()
         with launched_kernels() as names:
             grad.sum(0)
             torch.opencl.synchronize()
-        assert names == ["reduce_outer"], names
-        assert "reduce_outer_partials" in kernels_run(lambda: tall.sum(0))
+        assert names == ["reduce_columns"], names
+        assert {"reduce_columns", "reduce_outer_partials"} <= kernels_run(lambda: tall.sum(0))
 
 
 # ---- scans ----

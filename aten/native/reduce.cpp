@@ -214,6 +214,8 @@ struct Launch {
 
 // Strided (outer) reductions of fewer elements run as one pass (see choose_launch).
 constexpr int64_t kOuterSplitMin = int64_t(1) << 21;
+// Rows per chunk of reduce_columns.
+constexpr int64_t kColumnChunk = 256;
 
 // Splits R into nchunks chunks so that about `target` groups run when `groups` run per chunk,
 // keeping at least `min_chunk` elements per chunk.
@@ -377,6 +379,28 @@ void launch_reduce(const at::Tensor& self, const Plan& plan, const at::Tensor& o
     tocl::set_args(k, arg(self), arg(out), arg(center), opcode, static_cast<cl_long>(plan.M),
                    static_cast<cl_long>(plan.R), plan.g, arg(ap), arg(aq), arg(adiv));
     tocl::enqueue_1d(device, stream, k, plan.M, l.local);
+    return;
+  }
+  if (l.kind == Kind::Outer && (op == ReduceOp::Sum || op == ReduceOp::Mean) && self.scalar_type() == acc &&
+      (acc == c10::kFloat || acc == c10::kDouble) && plan.g.red_ndim == 1 && plan.g.out_ndim == 1 &&
+      plan.g.in_strides[0] == 1) {
+    // Outputs adjacent in the input: reduce_columns (16 outputs a work-item as one vector), in chunks of
+    // kColumnChunk rows, whose partial sums reduce_outer_partials adds (sums of at most that many rows
+    // keep the rounding of long columns near CPU's).
+    const int64_t nchunks = (plan.R + kColumnChunk - 1) / kColumnChunk;
+    const int64_t chunk = (plan.R + nchunks - 1) / nchunks;
+    at::Tensor partial;
+    if (nchunks > 1) partial = at::empty({plan.M * nchunks}, self.options().dtype(acc));
+    cl_kernel k = tocl::get_kernel(program, "reduce_columns");
+    tocl::set_args(k, arg(self), arg(out), arg(partial), opcode, static_cast<cl_long>(plan.M),
+                   static_cast<cl_long>(plan.R), static_cast<cl_long>(chunk), static_cast<cl_long>(nchunks), plan.g,
+                   arg(adiv));
+    tocl::enqueue_1d(device, stream, k, (plan.M + 15) / 16 * nchunks);
+    if (nchunks == 1) return;
+    cl_kernel k2 = tocl::get_kernel(program, "reduce_outer_partials");
+    tocl::set_args(k2, arg(partial), arg(out), arg(center), opcode, static_cast<cl_long>(plan.M),
+                   static_cast<cl_long>(nchunks), plan.g, arg(aq), arg(adiv));
+    tocl::enqueue_1d(device, stream, k2, plan.M, std::min<int64_t>(64, l.local));
     return;
   }
   if (l.kind == Kind::Outer) {
