@@ -131,9 +131,9 @@ def test_vector_runs(dtype, n, special):
 
 
 # Column sums (outputs adjacent in the input, reduce_columns in the CPU class): widths either side of 16
-# and its multiples, heights either side of four rows and of a 256-row chunk, a strided output, mean,
+# and its multiples, heights either side of four rows and of one pass (1024 rows), a strided output, mean,
 # float64, NaN and inf in a column.
-@pytest.mark.parametrize("rows,cols", [(1, 5), (3, 16), (7, 17), (256, 33), (257, 48), (1000, 70), (4099, 3)])
+@pytest.mark.parametrize("rows,cols", [(1, 5), (3, 16), (7, 17), (256, 33), (1024, 48), (1025, 70), (4099, 3)])
 def test_column_sums(rows, cols):
     torch.manual_seed(rows + cols)
     x = torch.randn(rows, cols)
@@ -188,7 +188,7 @@ def test_reduction_kernels_follow_the_kernel_class():
         assert not {"reduce_rows", "reduce_cols"} & seen, seen
         assert {"reduce_columns", "reduce_outer", "reduce_group"} <= seen, seen
         # A linear layer's bias gradient (a sum over a batch of 128): one pass of 16 outputs a work-item;
-        # long columns are summed in chunks of 256 rows, then the chunks' sums.
+        # columns longer than 1024 rows are summed in chunks of 256 rows, then the chunks' sums.
         grad, tall = torch.randn(128, 256, device=DEV), torch.randn(32768, 64, device=DEV)
         torch.opencl.synchronize()
         with launched_kernels() as names:

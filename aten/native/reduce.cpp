@@ -384,10 +384,11 @@ void launch_reduce(const at::Tensor& self, const Plan& plan, const at::Tensor& o
   if (l.kind == Kind::Outer && (op == ReduceOp::Sum || op == ReduceOp::Mean) && self.scalar_type() == acc &&
       (acc == c10::kFloat || acc == c10::kDouble) && plan.g.red_ndim == 1 && plan.g.out_ndim == 1 &&
       plan.g.in_strides[0] == 1) {
-    // Outputs adjacent in the input: reduce_columns (16 outputs a work-item as one vector), in chunks of
-    // kColumnChunk rows, whose partial sums reduce_outer_partials adds (sums of at most that many rows
-    // keep the rounding of long columns near CPU's).
-    const int64_t nchunks = (plan.R + kColumnChunk - 1) / kColumnChunk;
+    // Outputs adjacent in the input: reduce_columns (16 outputs a work-item as one vector, four rows apart
+    // in four). Up to 4 * kColumnChunk rows in one pass, so that no running sum adds more than kColumnChunk
+    // rows (which keeps the rounding of long columns near CPU's) and a bias gradient stays one launch;
+    // longer columns in chunks of kColumnChunk rows, whose sums reduce_outer_partials adds.
+    const int64_t nchunks = plan.R <= 4 * kColumnChunk ? 1 : (plan.R + kColumnChunk - 1) / kColumnChunk;
     const int64_t chunk = (plan.R + nchunks - 1) / nchunks;
     at::Tensor partial;
     if (nchunks > 1) partial = at::empty({plan.M * nchunks}, self.options().dtype(acc));
