@@ -16,21 +16,26 @@ typedef struct {
   int flips[MAX_DIMS];
 } GatherGeometry;
 
+// Adds to *src and *dst the offsets of the output coordinates `rest` (flattened over dims first..ndim - 1,
+// innermost first), each source coordinate by the formula above.
+inline void gather_offsets(const GatherGeometry* g, int first, I_T rest, I_T* src, I_T* dst) {
+  for (int d = first; d < g->ndim; ++d) {
+    const I_T size = (I_T)g->out_sizes[d];
+    const I_T i = rest % size;
+    rest /= size;
+    I_T c = (g->flips[d] ? size - 1 - i : i) + (I_T)g->shifts[d];
+    const I_T in_size = (I_T)g->in_sizes[d];
+    if (c >= in_size) c %= in_size;
+    *src += c * (I_T)g->in_strides[d];
+    *dst += i * (I_T)g->out_strides[d];
+  }
+}
+
 __kernel void gather_nd(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset, long total,
                         GatherGeometry g) {
   if (get_global_id(0) >= total) return;
-  I_T rest = (I_T)get_global_id(0);
   I_T src = 0, dst = 0;
-  for (int d = 0; d < g.ndim; ++d) {
-    const I_T size = (I_T)g.out_sizes[d];
-    const I_T i = rest % size;
-    rest /= size;
-    I_T c = (g.flips[d] ? size - 1 - i : i) + (I_T)g.shifts[d];
-    const I_T in_size = (I_T)g.in_sizes[d];
-    if (c >= in_size) c %= in_size;
-    src += c * (I_T)g.in_strides[d];
-    dst += i * (I_T)g.out_strides[d];
-  }
+  gather_offsets(&g, 0, (I_T)get_global_id(0), &src, &dst);
   out[out_offset + dst] = in[in_offset + src];
 }
 
@@ -50,19 +55,9 @@ __kernel void gather_nd(__global T_T* out, ulong out_offset, __global const T_T*
 __kernel void gather_lines(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset, long runs,
                            long chunks, long chunk, GatherGeometry g) {
   if (get_global_id(0) >= runs) return;
-  I_T rest = (I_T)get_global_id(0) / (I_T)chunks;
   const I_T lo = ((I_T)get_global_id(0) % (I_T)chunks) * (I_T)chunk;
   I_T src = 0, dst = 0;
-  for (int d = 1; d < g.ndim; ++d) {
-    const I_T size = (I_T)g.out_sizes[d];
-    const I_T i = rest % size;
-    rest /= size;
-    I_T c = (g.flips[d] ? size - 1 - i : i) + (I_T)g.shifts[d];
-    const I_T in_size = (I_T)g.in_sizes[d];
-    if (c >= in_size) c %= in_size;
-    src += c * (I_T)g.in_strides[d];
-    dst += i * (I_T)g.out_strides[d];
-  }
+  gather_offsets(&g, 1, (I_T)get_global_id(0) / (I_T)chunks, &src, &dst);
   const I_T size0 = (I_T)g.out_sizes[0], in0 = (I_T)g.in_sizes[0];
   const I_T hi = min(lo + (I_T)chunk, size0);
   const I_T is0 = (I_T)g.in_strides[0], os0 = (I_T)g.out_strides[0];
