@@ -163,33 +163,35 @@ inline ACC_T accumulate_run(int op, __global const IN_T* x, long n, ACC_T p, ACC
 #ifdef ACC_V16
   // The input is the accumulate type (float or double): the common ops load 16 elements as one vector,
   // which PoCL's compiler keeps in vector registers (the lanes below stayed scalar: 1M floats summed in
-  // 5x the time). Same lanes, same order, same result.
-  if (op == OP_SUM || op == OP_MEAN || op == OP_VAR || op == OP_STD || op == OP_NORM_1 || op == OP_NORM_2 ||
-      op == OP_NORM_INF || op == OP_MAX || op == OP_MIN || op == OP_CENTERED_MEAN) {
-    ACC_V16 v = (ACC_V16)identity_of(op);
+  // 5x the time). Same lanes, same order, same result. Other ops take the lanes below.
+  ACC_V16 v = (ACC_V16)identity_of(op);
+  int vectored = 1;
 #define VECTOR_RUN(update)                            \
   for (; i + 16 <= n; i += 16) {                      \
     const ACC_V16 y = vload16(0, x + i);              \
     update;                                           \
   }
-    if (op == OP_SUM || op == OP_MEAN) {
-      VECTOR_RUN(v += y)
-    } else if (op == OP_VAR || op == OP_STD) {
-      VECTOR_RUN(v += (y - mu) * (y - mu))
-    } else if (op == OP_CENTERED_MEAN) {
-      VECTOR_RUN(v += y - mu)
-    } else if (op == OP_NORM_2) {
-      VECTOR_RUN(v += y * y)
-    } else if (op == OP_NORM_1) {
-      VECTOR_RUN(v += fabs(y))
-    } else if (op == OP_NORM_INF) {
-      VECTOR_RUN(v = select(fabs(y), v, (v != v) | (v > fabs(y))))
-    } else if (op == OP_MAX) {
-      VECTOR_RUN(v = select(y, v, (v != v) | (v > y)))  // v != v: NaN, as a compare (isnan is a call)
-    } else {
-      VECTOR_RUN(v = select(y, v, (v != v) | (v < y)))
-    }
+  if (op == OP_SUM || op == OP_MEAN) {
+    VECTOR_RUN(v += y)
+  } else if (op == OP_VAR || op == OP_STD) {
+    VECTOR_RUN(v += (y - mu) * (y - mu))
+  } else if (op == OP_CENTERED_MEAN) {
+    VECTOR_RUN(v += y - mu)
+  } else if (op == OP_NORM_2) {
+    VECTOR_RUN(v += y * y)
+  } else if (op == OP_NORM_1) {
+    VECTOR_RUN(v += fabs(y))
+  } else if (op == OP_NORM_INF) {
+    VECTOR_RUN(v = select(fabs(y), v, (v != v) | (v > fabs(y))))
+  } else if (op == OP_MAX) {
+    VECTOR_RUN(v = select(y, v, (v != v) | (v > y)))  // v != v: NaN, as a compare (isnan is a call)
+  } else if (op == OP_MIN) {
+    VECTOR_RUN(v = select(y, v, (v != v) | (v < y)))
+  } else {
+    vectored = 0;
+  }
 #undef VECTOR_RUN
+  if (vectored) {
     vstore16(v, 0, a);
     ACC_T t = a[0];
     for (int j = 1; j < 16; ++j) t = combine(op, t, a[j]);

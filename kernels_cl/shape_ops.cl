@@ -96,6 +96,19 @@ typedef struct {
   int parts;
 } CatGeometry;
 
+// Part p's buffer and element offset (the kernels take the parts as separate arguments).
+#define PART(p, ptr, off)                                                          \
+  switch (p) {                                                                    \
+    case 0: ptr = in0; off = o0; break;                                           \
+    case 1: ptr = in1; off = o1; break;                                           \
+    case 2: ptr = in2; off = o2; break;                                           \
+    case 3: ptr = in3; off = o3; break;                                           \
+    case 4: ptr = in4; off = o4; break;                                           \
+    case 5: ptr = in5; off = o5; break;                                           \
+    case 6: ptr = in6; off = o6; break;                                           \
+    default: ptr = in7; off = o7; break;                                          \
+  }
+
 __kernel void cat_parts(__global T_T* out, ulong out_offset, __global const T_T* in0, ulong o0,
                         __global const T_T* in1, ulong o1, __global const T_T* in2, ulong o2,
                         __global const T_T* in3, ulong o3, __global const T_T* in4, ulong o4,
@@ -118,34 +131,14 @@ __kernel void cat_parts(__global T_T* out, ulong out_offset, __global const T_T*
   coords[g.cat_dim] -= (I_T)g.starts[p];
   I_T src = 0;
   for (int d = 0; d < CAT_DIMS; ++d) src += coords[d] * (I_T)g.in_strides[p][d];
-  T_T v;
-  switch (p) {
-    case 0: v = in0[o0 + src]; break;
-    case 1: v = in1[o1 + src]; break;
-    case 2: v = in2[o2 + src]; break;
-    case 3: v = in3[o3 + src]; break;
-    case 4: v = in4[o4 + src]; break;
-    case 5: v = in5[o5 + src]; break;
-    case 6: v = in6[o6 + src]; break;
-    default: v = in7[o7 + src]; break;
-  }
-  out[out_offset + dst] = v;
+  __global const T_T* ptr;
+  ulong off;
+  PART(p, ptr, off)
+  out[out_offset + dst] = ptr[off + src];
 }
 
 // cat_parts' line form: a run along dim 0 of one line of the output (dims 1..3), copied from the part
 // that holds it; where dim 0 is the cat dim, a run crosses parts and copies each part's segment.
-#define PART(p, ptr, off)                                                          \
-  switch (p) {                                                                    \
-    case 0: ptr = in0; off = o0; break;                                           \
-    case 1: ptr = in1; off = o1; break;                                           \
-    case 2: ptr = in2; off = o2; break;                                           \
-    case 3: ptr = in3; off = o3; break;                                           \
-    case 4: ptr = in4; off = o4; break;                                           \
-    case 5: ptr = in5; off = o5; break;                                           \
-    case 6: ptr = in6; off = o6; break;                                           \
-    default: ptr = in7; off = o7; break;                                          \
-  }
-
 __kernel void cat_lines(__global T_T* out, ulong out_offset, __global const T_T* in0, ulong o0,
                         __global const T_T* in1, ulong o1, __global const T_T* in2, ulong o2,
                         __global const T_T* in3, ulong o3, __global const T_T* in4, ulong o4,

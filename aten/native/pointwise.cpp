@@ -220,7 +220,6 @@ c10::Scalar stored_scalar(const c10::Scalar& s, c10::ScalarType dtype) {
   return s;
 }
 
-
 void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std::initializer_list<c10::Scalar> scalars,
                    std::optional<c10::ScalarType> compute_opt) {
   TORCH_INTERNAL_ASSERT(iter.noutputs() == 1 && iter.ninputs() <= kMaxInputs && scalars.size() <= 3);

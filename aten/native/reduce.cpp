@@ -202,7 +202,7 @@ int64_t pow2_at_least(int64_t n) {
   return p;
 }
 
-enum class Kind { Group, Serial, Outer, Rows, Cols };
+enum class Kind { Group, Serial, Outer, Columns, Rows, Cols };
 
 struct Launch {
   Kind kind = Kind::Group;
@@ -278,11 +278,20 @@ Launch choose_coalesced_launch(const tocl::KernelForms& forms, const Plan& plan)
   return l;
 }
 
+// Whether reduce_columns takes the reduction: a sum or mean of float or double input in its own type
+// over one dim, into outputs that are adjacent in the input (a bias gradient: sum(0) of a matrix).
+bool columns_of(const at::Tensor& self, const Plan& plan, ReduceOp op, c10::ScalarType acc) {
+  return (op == ReduceOp::Sum || op == ReduceOp::Mean) && self.scalar_type() == acc &&
+         (acc == c10::kFloat || acc == c10::kDouble) && plan.g.red_ndim == 1 && plan.g.out_ndim == 1 &&
+         plan.g.in_strides[0] == 1;
+}
+
 // Value reductions. Contiguous reduced runs: a work-item per output when there are enough outputs
 // to fill the device, else a group per output (split over chunks for few outputs). Strided ones:
 // reduce_outer, adjacent items on adjacent outputs, unless there are too few outputs to fill a
-// vector of items (then groups again).
-Launch choose_launch(int device, const Plan& plan) {
+// vector of items (then groups again); sums of float or double columns whose outputs are adjacent in
+// the input (`columns`, from columns_of), reduce_columns.
+Launch choose_launch(int device, const Plan& plan, bool columns) {
   const auto& forms = tocl::kernel_forms(device);
   if (forms.reduce_coalesced) return choose_coalesced_launch(forms, plan);
   Launch l;
@@ -293,6 +302,17 @@ Launch choose_launch(int device, const Plan& plan) {
   if (plan.inner_contiguous && plan.M >= std::max<int64_t>(512, 64 * units)) {
     l.kind = Kind::Serial;
     l.local = std::min<int64_t>(64, max_local);
+    return l;
+  }
+  if (!plan.inner_contiguous && plan.M >= 64 && columns) {
+    // 16 outputs a work-item as one vector, four rows apart in four. Up to 4 * kColumnChunk rows in one
+    // pass, so that no running sum adds more than kColumnChunk rows (which keeps the rounding of long
+    // columns near CPU's) and a bias gradient stays one launch; longer columns in chunks of kColumnChunk
+    // rows, whose sums reduce_outer_partials adds.
+    l.kind = Kind::Columns;
+    l.local = std::min<int64_t>(64, max_local);  // reduce_outer_partials' group
+    l.nchunks = plan.R <= 4 * kColumnChunk ? 1 : (plan.R + kColumnChunk - 1) / kColumnChunk;
+    l.chunk = (plan.R + l.nchunks - 1) / l.nchunks;
     return l;
   }
   if (!plan.inner_contiguous && plan.M >= 64) {
@@ -343,7 +363,7 @@ void launch_reduce(const at::Tensor& self, const Plan& plan, const at::Tensor& o
   cl_program program = reduce_program(device, self.scalar_type(), acc, out.scalar_type());
   const auto acc_size = c10::elementSize(acc);
   const AccScalar ap = acc_scalar(p, acc), aq = acc_scalar(p == 0 ? 0 : 1 / p, acc), adiv = acc_scalar(divisor, acc);
-  const Launch l = choose_launch(device, plan);
+  const Launch l = choose_launch(device, plan, columns_of(self, plan, op, acc));
   const cl_int opcode = static_cast<cl_int>(op);
   if (l.kind == Kind::Rows || l.kind == Kind::Cols) {
     at::Tensor partial;
@@ -381,27 +401,19 @@ void launch_reduce(const at::Tensor& self, const Plan& plan, const at::Tensor& o
     tocl::enqueue_1d(device, stream, k, plan.M, l.local);
     return;
   }
-  if (l.kind == Kind::Outer && (op == ReduceOp::Sum || op == ReduceOp::Mean) && self.scalar_type() == acc &&
-      (acc == c10::kFloat || acc == c10::kDouble) && plan.g.red_ndim == 1 && plan.g.out_ndim == 1 &&
-      plan.g.in_strides[0] == 1) {
-    // Outputs adjacent in the input: reduce_columns (16 outputs a work-item as one vector, four rows apart
-    // in four). Up to 4 * kColumnChunk rows in one pass, so that no running sum adds more than kColumnChunk
-    // rows (which keeps the rounding of long columns near CPU's) and a bias gradient stays one launch;
-    // longer columns in chunks of kColumnChunk rows, whose sums reduce_outer_partials adds.
-    const int64_t nchunks = plan.R <= 4 * kColumnChunk ? 1 : (plan.R + kColumnChunk - 1) / kColumnChunk;
-    const int64_t chunk = (plan.R + nchunks - 1) / nchunks;
+  if (l.kind == Kind::Columns) {
     at::Tensor partial;
-    if (nchunks > 1) partial = at::empty({plan.M * nchunks}, self.options().dtype(acc));
+    if (l.nchunks > 1) partial = at::empty({plan.M * l.nchunks}, self.options().dtype(acc));
     cl_kernel k = tocl::get_kernel(program, "reduce_columns");
     tocl::set_args(k, arg(self), arg(out), arg(partial), opcode, static_cast<cl_long>(plan.M),
-                   static_cast<cl_long>(plan.R), static_cast<cl_long>(chunk), static_cast<cl_long>(nchunks), plan.g,
+                   static_cast<cl_long>(plan.R), static_cast<cl_long>(l.chunk), static_cast<cl_long>(l.nchunks), plan.g,
                    arg(adiv));
-    tocl::enqueue_1d(device, stream, k, (plan.M + 15) / 16 * nchunks);
-    if (nchunks == 1) return;
+    tocl::enqueue_1d(device, stream, k, (plan.M + 15) / 16 * l.nchunks);
+    if (l.nchunks == 1) return;
     cl_kernel k2 = tocl::get_kernel(program, "reduce_outer_partials");
     tocl::set_args(k2, arg(partial), arg(out), arg(center), opcode, static_cast<cl_long>(plan.M),
-                   static_cast<cl_long>(nchunks), plan.g, arg(aq), arg(adiv));
-    tocl::enqueue_1d(device, stream, k2, plan.M, std::min<int64_t>(64, l.local));
+                   static_cast<cl_long>(l.nchunks), plan.g, arg(aq), arg(adiv));
+    tocl::enqueue_1d(device, stream, k2, plan.M, l.local);
     return;
   }
   if (l.kind == Kind::Outer) {
