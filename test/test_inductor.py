@@ -172,6 +172,83 @@ def test_column_reductions_forms():
         assert_close(p.grad, ref.grad, rtol=1e-3, atol=1e-5)
 
 
+def test_reduction_lanes_forms():
+    """The CPU form reduces a row in 8 lanes (element i in lane i % 8), combined in a tree after the loop,
+    or, where the loads are adjacent for adjacent outputs, takes 8 adjacent outputs as its lanes. Rows of
+    every length around multiples of 8 (the loop of whole blocks and the partial one after it); NaN in the
+    whole blocks and in the partial one; ties for argmax/argmin in several lanes (the first index wins)."""
+    from torch._inductor.utils import run_and_get_code
+
+    def rows(x, b):
+        return (x.sum(1), x.amax(1), x.amin(1), x.argmax(1), x.argmin(1), torch.var_mean(x, dim=1),
+                x.prod(1), b.any(1), x.log_softmax(1), (x * 2).exp().sum(1))  # fmt: skip
+
+    def columns(x, b):
+        return (x.sum(0), x.amax(0), x.argmax(0), x.argmin(0), torch.var_mean(x, dim=0), b.any(0),
+                torch.tanh(x.sum(0) * 0.1) + 1)  # fmt: skip
+
+    cpu_form = kernel_class() == "cpu"
+    for length in (1, 7, 8, 9, 15, 16, 17, 64, 131):
+        x = torch.randn(6, length)
+        x[:, length // 2:] = x[:, :length - length // 2].flip(1).clone()  # equal values in different lanes
+        x[1, length - 1] = float("nan")  # in the partial block where there is one
+        x[2, 0] = float("nan")
+        x[3, :] = 0.5  # every lane ties
+        b = x > 1.5
+        torch._dynamo.reset()
+        with native_only():
+            got, (code, *_) = run_and_get_code(torch.compile(rows, dynamic=False), x.to(DEV), b.to(DEV))
+        assert_close(got, rows(x, b), rtol=1e-4, atol=1e-5)
+        if length > 8:  # Inductor unrolls reductions of up to 8 elements into pointwise code
+            assert ("lane < 8" in code) == cpu_form
+    y = torch.randn(200, 48)
+    y[:, 24:] = y[:, :24]  # equal outputs in different lanes, ties within a column
+    y[3, 5] = float("nan")
+    y[199, 40] = float("nan")  # in the last row
+    c = y > 1.0
+    torch._dynamo.reset()
+    with native_only():
+        got, (code, *_) = run_and_get_code(torch.compile(columns, dynamic=False), y.to(DEV), c.to(DEV))
+    assert_close(got, columns(y, c), rtol=1e-4, atol=1e-5)
+    assert ("xblock" in code) == cpu_form
+
+
+def test_reduction_lanes_dynamic_lengths_forms():
+    """Row lengths known only at run time: the lanes' loops bound by the kernel's r0_numel argument."""
+    f = torch.compile(lambda x: (x.sum(1), x.amax(1), torch.var_mean(x, dim=1)), dynamic=True)
+    for length in (5, 8, 19, 40):
+        x = torch.randn(9, length)
+        with native_only():
+            got = f(x.to(DEV))
+        assert_close(got, (x.sum(1), x.amax(1), torch.var_mean(x, dim=1)), rtol=1e-4, atol=1e-5)
+
+
+def test_pointwise_by_rows_forms():
+    """A CPU-form pointwise kernel whose indices split the flat index into rows walks rows and the places in
+    them in two loops (x1 = xouter, x0 = xinner instead of a division per element): per-row and per-column
+    broadcasts, a strided store, an embedding's gather, a transpose, and shapes that do not split."""
+    from torch._inductor.utils import run_and_get_code
+
+    def fn(x, r, c, idx, w):
+        return ((x - r[:, None]).exp() * c, torch.cat([x, x * 2], 1), F.embedding(idx, w), x.t() * c[0],
+                (x.reshape(-1, 8, x.shape[1]) + r.reshape(-1, 8)[:, :, None]).sum(1))  # fmt: skip
+
+    cpu_form = kernel_class() == "cpu"
+    for rows, width in ((256, 64), (64, 48), (40, 20), (48, 7)):
+        x, r, c = torch.randn(rows, width), torch.randn(rows), torch.randn(width)
+        idx, w = torch.randint(0, 50, (rows, 3)), torch.randn(50, 32)
+        torch._dynamo.reset()
+        with native_only():
+            got, (code, *_) = run_and_get_code(
+                torch.compile(fn, dynamic=False), *(t.to(DEV) for t in (x, r, c, idx, w))
+            )
+        assert_close(got, fn(x, r, c, idx, w), rtol=1e-5, atol=1e-5)
+        # Rows of 16 or more, at least a work-group of 8 of them per core (the embedding's rows of 32 split
+        # in every case).
+        if width >= 16 and rows >= 8 * torch.opencl.get_device_properties(0).compute_units:
+            assert ("xouter" in code) == cpu_form
+
+
 def test_norms_train_forms():
     """Welford-style reductions and their pointwise epilogues, forward and backward."""
     torch.manual_seed(0)
