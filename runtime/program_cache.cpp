@@ -174,7 +174,12 @@ bool verbose() {
 
 bool blank(const std::string& text) { return text.find_first_not_of(" \t\r\n") == std::string::npos; }
 
-std::string first_line(const std::string& source) { return source.substr(0, source.find('\n')); }
+// The first line with text (a source often starts with a newline), to say which program failed.
+std::string first_line(const std::string& source) {
+  const size_t start = source.find_first_not_of(" \t\r\n");
+  if (start == std::string::npos) return "";
+  return source.substr(start, source.find('\n', start) - start);
+}
 
 cl_program build_from_source(int device, const std::string& source, const std::string& options, double* seconds) {
   const auto& info = device_info(device);

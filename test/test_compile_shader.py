@@ -178,6 +178,9 @@ def test_build_error_carries_the_log_with_line_numbers(lib):
         torch.opencl.compile_shader(bad)
     message = str(info.value)
     assert "undefined_name" in message and ":3:" in message, message  # the author's line 3
+    # The message names the program by its first line with text, also where the source starts with blank lines.
+    with pytest.raises(torch.opencl.OpenCLError, match="Source begins: '__kernel void f"):
+        torch.opencl.compile_shader("\n\n" + bad)
     # The device keeps working after a failed build.
     y = torch.zeros(4, device="opencl")
     lib.saxpy(y, torch.ones(4, device="opencl"), 2.0, 4, threads=4)
