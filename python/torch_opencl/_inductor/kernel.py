@@ -660,10 +660,11 @@ class OpenCLKernel(SIMDKernel):
         """The CPU form's column lanes: for each index of the reduction, the same element of LANES
         adjacent outputs (`xindex = xblock + lane`), then, lane by lane, the results and what follows
         them (the code over outputs after the loop lands inside this last loop; codegen_work closes
-        it). What the body held before (the outputs' index arithmetic) is repeated in both loops."""
+        it). What the body held before (the outputs' index arithmetic, written from xblock and lane
+        where it can be) is repeated in both loops."""
         idx, lanes = self.index_dtype, self.form.lanes
-        prologue = IndentedBuffer()
-        prologue.splice(self.body)
+        block = FloorDiv(sympy.Symbol("xblock", integer=True), lanes)
+        prologue = self._rewritten(self.body, self._index_rewrites(lanes, block, sympy.Symbol("lane", integer=True)))
         self.body.clear()
         self.body.splice(self.pre_loop)
         self.body.writeline(f"for ({idx} {prefix}index = 0; {prefix}index < {numel}; ++{prefix}index) {{")
@@ -805,22 +806,40 @@ class OpenCLKernel(SIMDKernel):
         cores = max(1, int(props.compute_units))
         if row < self.form.CPU_MIN_ROW or numel % row or numel // row < cores * self.form.CPU_GROUP:
             return None
-        outer, inner = sympy.Symbol("xouter", integer=True), sympy.Symbol("xinner", integer=True)
-        rewritten = {}
-        for e in entries:
+        rewrites = self._index_rewrites(row, sympy.Symbol("xouter", integer=True), sympy.Symbol("xinner", integer=True))
+        return row, self._rewritten(self.body, rewrites)
+
+    def _index_rewrites(self, row: int, block: sympy.Expr, place: sympy.Expr) -> dict[str, str]:
+        """The lines that declare the kernel's output indices (x entries), each mapped to a simpler one
+        where xindex = block * row + place (0 <= place < row, row divides the outputs) makes it a
+        function of the block or the place alone, or of the block plus the place."""
+        (tree,) = [t for t in self.range_trees if t.prefix == "x"]
+        numel = int(self.numels["x"])
+        rewrites = {}
+        for e in tree.nodes.values():
+            if not (isinstance(e.divisor, sympy.Integer) and isinstance(e.length, sympy.Integer)):
+                continue
             d, n = int(e.divisor), int(e.length)
-            if d % row == 0:  # a function of the row alone
-                expr = FloorDiv(outer, d // row) if d * n == numel else ModularIndexing(outer, d // row, n)
-            elif row % (d * n) == 0:  # a function of the place in the row alone
-                expr = inner if d == 1 and n == row else ModularIndexing(inner, d, n)
+            if d == 1 and n == numel:  # xindex itself
+                continue
+            if d % row == 0:  # whole blocks
+                expr = FloorDiv(block, d // row) if d * n == numel else ModularIndexing(block, d // row, n)
+            elif row % (d * n) == 0:  # inside a block
+                expr = place if d == 1 and n == row else ModularIndexing(place, d, n)
+            elif d == 1 and n % row == 0:  # blocks that wrap at n
+                expr = ModularIndexing(block, 1, n // row) * row + place
             else:
                 continue
             line = f"{self.index_dtype} {e.name} = {cexpr(self.rename_indexing(e.expr))};"
-            rewritten[line] = f"{self.index_dtype} {e.name} = {cexpr(expr)};"
-        body = IndentedBuffer()
-        for line in self.body._lines:
-            body.writeline(rewritten.get(line.strip(), line) if isinstance(line, str) else line)
-        return row, body
+            rewrites[line] = f"{self.index_dtype} {e.name} = {cexpr(expr)};"
+        return rewrites
+
+    @staticmethod
+    def _rewritten(buffer: IndentedBuffer, rewrites: dict[str, str]) -> IndentedBuffer:
+        out = IndentedBuffer()
+        for line in buffer._lines:
+            out.writeline(rewrites.get(line.strip(), line) if isinstance(line, str) else line)
+        return out
 
     def codegen_kernel(self, name: str | None = None) -> str:
         self.codegen_body()
@@ -859,7 +878,7 @@ class OpenCLKernel(SIMDKernel):
             cap = self.form.max_threads
             if isinstance(x, sympy.Integer):
                 split = self._row_split()
-                units = int(x) // split[0] if split else int(x) // self.form.lanes if self.form.column_lanes else int(x)
+                units = int(x) // (split[0] if split else self.form.lanes if self.form.column_lanes else 1)
                 n = min(units, cap)
                 group = min(g, n)
                 return str(-(-n // group) * group), group
