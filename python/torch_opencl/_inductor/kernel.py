@@ -727,46 +727,35 @@ class OpenCLKernel(SIMDKernel):
         `first` (combo kernels, GPU form): the global id (work-group id, for a work-group per row) of
         this kernel's first output, the caller having checked that the id falls in this kernel's range."""
         xnumel, idx = self.xnumel_code(), self.index_dtype
-        if self.form.column_lanes:
-            # Chunks of whole blocks of LANES outputs (xnumel is a static multiple of LANES).
-            lanes = self.form.lanes
-            code.splice(self.hoisted)
-            code.writeline(
-                f"const {idx} xper = ({xnumel} / {lanes} + get_global_size(0) - 1) / get_global_size(0) * {lanes};"
-            )
-            code.writeline(f"const {idx} xstart = get_global_id(0) * xper;")
-            code.writeline(f"const {idx} xend = xstart + xper < {xnumel} ? xstart + xper : {xnumel};")
-            code.writeline(f"for ({idx} xblock = xstart; xblock < xend; xblock += {lanes}) {{")
-            with code.indent():
-                code.splice(self.body)
-                if self._lane_loop_open:
-                    code.writeline("}")
-            code.writeline("}")
-            return
-        split = self._row_split() if self.form.chunked else None
-        if split is not None:
-            row, body = split
-            code.splice(self.hoisted)
-            code.writeline(f"const {idx} rper = ({xnumel} / {row} + get_global_size(0) - 1) / get_global_size(0);")
-            code.writeline(f"const {idx} rstart = get_global_id(0) * rper;")
-            code.writeline(f"const {idx} rend = rstart + rper < {xnumel} / {row} ? rstart + rper : {xnumel} / {row};")
-            code.writeline(f"for ({idx} xouter = rstart; xouter < rend; ++xouter) {{")
-            with code.indent():
-                code.writeline(f"for ({idx} xinner = 0; xinner < {row}; ++xinner) {{")
-                with code.indent():
-                    code.writeline(f"const {idx} xindex = xouter * {row} + xinner;")
-                    code.splice(body)
-                code.writeline("}")
-            code.writeline("}")
-            return
         if self.form.chunked:
             code.splice(self.hoisted)
-            code.writeline(f"const {idx} xper = ({xnumel} + get_global_size(0) - 1) / get_global_size(0);")
+            split = self._row_split()
+            lanes = self.form.lanes
+            unit = lanes if self.form.column_lanes else split[0] if split else 1
+            units, times = (xnumel, "") if unit == 1 else (f"{xnumel} / {unit}", f" * {unit}")
+            # This work-item's chunk of the outputs, whole blocks of `unit` (which divides xnumel).
+            code.writeline(f"const {idx} xper = ({units} + get_global_size(0) - 1) / get_global_size(0){times};")
             code.writeline(f"const {idx} xstart = get_global_id(0) * xper;")
             code.writeline(f"const {idx} xend = xstart + xper < {xnumel} ? xstart + xper : {xnumel};")
-            code.writeline(f"for ({idx} xindex = xstart; xindex < xend; ++xindex) {{")
-            with code.indent():
-                code.splice(self.body)
+            if self.form.column_lanes:
+                code.writeline(f"for ({idx} xblock = xstart; xblock < xend; xblock += {lanes}) {{")
+                with code.indent():
+                    code.splice(self.body)
+                    if self._lane_loop_open:
+                        code.writeline("}")
+            elif split:
+                row, body = split
+                code.writeline(f"for ({idx} xouter = xstart / {row}; xouter < xend / {row}; ++xouter) {{")
+                with code.indent():
+                    code.writeline(f"for ({idx} xinner = 0; xinner < {row}; ++xinner) {{")
+                    with code.indent():
+                        code.writeline(f"const {idx} xindex = xouter * {row} + xinner;")
+                        code.splice(body)
+                    code.writeline("}")
+            else:
+                code.writeline(f"for ({idx} xindex = xstart; xindex < xend; ++xindex) {{")
+                with code.indent():
+                    code.splice(self.body)
             code.writeline("}")
             return
         if self.form.columns > 1:  # never combined (combo.py): no `first`
@@ -806,7 +795,8 @@ class OpenCLKernel(SIMDKernel):
         cores = max(1, int(props.compute_units))
         if row < self.form.CPU_MIN_ROW or numel % row or numel // row < cores * self.form.CPU_GROUP:
             return None
-        rewrites = self._index_rewrites(row, sympy.Symbol("xouter", integer=True), sympy.Symbol("xinner", integer=True))
+        outer, inner = sympy.Symbol("xouter", integer=True), sympy.Symbol("xinner", integer=True)
+        rewrites = self._index_rewrites(row, outer, inner)
         return row, self._rewritten(self.body, rewrites)
 
     def _index_rewrites(self, row: int, block: sympy.Expr, place: sympy.Expr) -> dict[str, str]:
