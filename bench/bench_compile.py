@@ -9,9 +9,16 @@ the median time of eager and compiled, their ratio, the kernel launches of each 
 long Inductor took to compile (first call, warm program cache or not).
 
     .venv/bin/python bench/bench_compile.py [--steps 20] [--warmup 3] [--only mlp,transformer]
-                                            [--compile-optimizer] [--combo-kernels]
+                                            [--compile-optimizer] [--combo-kernels] [--profile 5]
+
+--profile N then lists, per workload, the kernels' device time per step over N profiled steps of each
+mode side by side (torch.profiler), which says where a compiled step gains or loses. Generated kernels
+are numbered across graphs there (opencl_poi_8 of the forward and of the backward are two kernels), so
+Inductor's caches are off for that run.
 """
 import argparse
+import collections
+import itertools
 import math
 import os
 import statistics
@@ -97,6 +104,46 @@ def prepare(step, warmup):
     return first, launches() - before
 
 
+def kernel_times(steps, rounds):
+    """For each of `steps`, {kernel: (device us per step, launches per step)} over `rounds` profiled steps,
+    the steps taking turns (one step each per round) so that the shared machine's drift falls on all alike."""
+    from torch.profiler import ProfilerActivity, profile
+
+    totals = [collections.defaultdict(lambda: [0.0, 0]) for _ in steps]
+    for _ in range(rounds):
+        for step, total in zip(steps, totals):
+            with profile(activities=[ProfilerActivity.PrivateUse1]) as prof:
+                step()
+                torch.opencl.synchronize()
+            for e in prof.key_averages():
+                if e.device_type != torch.autograd.DeviceType.CPU:
+                    total[e.key][0] += e.self_device_time_total
+                    total[e.key][1] += e.count
+    return [{k: (us / rounds, n / rounds) for k, (us, n) in total.items()} for total in totals]
+
+
+def print_kernel_times(eager, compiled, top=15):
+    columns = []
+    for label, times in (("eager", eager), ("compiled", compiled)):
+        total = sum(us for us, _ in times.values())
+        rows = sorted(times.items(), key=lambda kv: -kv[1][0])[:top]
+        columns.append([f"{label}: {total:.0f} us a step"] + [f"{us:9.1f}  x{n:<4g}{k[:32]}" for k, (us, n) in rows])
+    for left, right in itertools.zip_longest(*columns, fillvalue=""):
+        print(f"    {left:<54}{right}")
+
+
+def unique_kernel_names():
+    """Numbers generated kernels across graphs instead of per graph (profiles only: a kernel's name is part
+    of its program's text, which the program cache keys on)."""
+    from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+
+    counter = itertools.count()
+    PythonWrapperCodegen.next_kernel_suffix = lambda self: str(next(counter))
+    import torch._inductor.config as inductor_config
+
+    inductor_config.force_disable_caches = True
+
+
 def measure_pair(eager, compiled, steps):
     """Median ms of each, their steps alternating so that the machine's drift (this one is shared) falls on
     both alike."""
@@ -165,6 +212,8 @@ def main():
                         help="also torch.compile clip_grad_norm_ + optimizer.step (their foreach ops become one kernel each)")
     parser.add_argument("--combo-kernels", action="store_true",
                         help="Inductor's combo_kernels: independent kernels of a graph share one kernel")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="list each mode's kernels by device time over N profiled steps")
     args = parser.parse_args()
     import torch_opencl  # noqa: F401
 
@@ -173,6 +222,8 @@ def main():
 
         inductor_config.combo_kernels = True
 
+    if args.profile:
+        unique_kernel_names()
     torch.opencl.set_fallback_mode("silent")
     print(f"device: {torch.opencl.get_device_name()} | torch {torch.__version__} | median of {args.steps} steps, "
           "eager and compiled alternating")
@@ -190,6 +241,8 @@ def main():
         fewer = eager_launches / max(compiled_launches, 1)
         print(f"{name:<22}{eager_ms:>10.2f}{compiled_ms:>13.2f}{compiled_ms / eager_ms:>8.2f}{eager_launches:>16}"
               f"{compiled_launches:>10}{fewer:>6.1f}x{compile_s:>11.1f}", flush=True)
+        if args.profile:
+            print_kernel_times(*kernel_times((eager, compiled), args.profile))
     fallback = torch_opencl._inductor.fallback.stats() if "torch_opencl._inductor" in sys.modules else {}
     print("operators kept on eager ATen kernels by the compiler:", ", ".join(sorted(fallback)) or "none")
     print("operators on the CPU fallback:", ", ".join(sorted(torch.opencl.fallback_stats())) or "none")
