@@ -223,7 +223,14 @@ def main():
         inductor_config.combo_kernels = True
 
     if args.profile:
-        unique_kernel_names()
+        from torch.profiler import ProfilerActivity, supported_activities
+
+        if ProfilerActivity.PrivateUse1 not in supported_activities():
+            print("--profile: this build has no opencl device activity in torch.profiler (the Kineto plugin is "
+                  "built only where torch has privateuse1_profiler.h); no kernel lists")
+            args.profile = 0
+        else:
+            unique_kernel_names()
     torch.opencl.set_fallback_mode("silent")
     print(f"device: {torch.opencl.get_device_name()} | torch {torch.__version__} | median of {args.steps} steps, "
           "eager and compiled alternating")

@@ -8,6 +8,8 @@
 #   bash scripts/gpu_session.sh DIR OUT bench   # build, then bench_vs_cuda (--fp32-cuda), bench_attention,
 #                                               # bench_compile (tiny: host overhead), bench_rowops
 #                                               # (fused cross_entropy against the composite), Winograd/im2col
+#   bash scripts/gpu_session.sh DIR OUT profile # build, then bench_compile --profile: the kernels of eager and
+#                                               # compiled steps by device time, where compiled ones lose
 #
 # DIR holds a copy of ../shared/gpu (see scripts/gpu_machine.sh) and DIR/wheels the test dependencies the
 # machine lacks (`pip download --no-deps -d DIR/wheels expecttest "hypothesis<6.150" pytest-xdist execnet
@@ -15,9 +17,9 @@
 # time limit of its own so that one slow step still leaves the others' logs. The suite took 224 s with 16
 # workers; the bench phase about 120 s, and its attention sweep 60-90 s more.
 set -uo pipefail
-gpu_dir="${1:?usage: bash scripts/gpu_session.sh DIR-with-shared-gpu OUT suite|bench}"
-out="${2:?usage: bash scripts/gpu_session.sh DIR OUT suite|bench}"
-phase="${3:?usage: bash scripts/gpu_session.sh DIR OUT suite|bench}"
+gpu_dir="${1:?usage: bash scripts/gpu_session.sh DIR-with-shared-gpu OUT suite|bench|profile}"
+out="${2:?usage: bash scripts/gpu_session.sh DIR OUT suite|bench|profile}"
+phase="${3:?usage: bash scripts/gpu_session.sh DIR OUT suite|bench|profile}"
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
@@ -49,8 +51,11 @@ case "$phase" in
     step bench_rowops 120 python3 bench/bench_rowops.py --set gpu --compare none --calls 20
     step bench_winograd 60 python3 bench/bench_conv.py --winograd --batch 128
     ;;
+  profile)
+    step bench_compile_profile 300 python3 bench/bench_compile.py --steps 5 --only gelu_mlp,layernorm,transformer,mlp --profile 5
+    ;;
   *)
-    echo "unknown phase '$phase': use suite or bench" >&2
+    echo "unknown phase '$phase': use suite, bench or profile" >&2
     exit 2
     ;;
 esac

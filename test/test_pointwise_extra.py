@@ -68,6 +68,9 @@ UNARY = {
     "hardswish": F.hardswish,
     "pow_scalar_base": lambda x: torch.pow(2.0, x),
     "pow_scalar_base_int": lambda x: torch.pow(3, x.abs().clamp(max=5)),
+    "pow_one": lambda x: torch.pow(x, 1),  # exact forms (aten/native/pointwise_ops.cpp): NaN, inf, -0 kept
+    "pow_zero": lambda x: torch.pow(x, 0),  # 1 for every base, NaN included
+    "pow_one_float": lambda x: torch.pow(x, 1.0),
     "remainder_scalar_tensor": lambda x: torch.remainder(5.0, x),
 }
 FLOAT_ONLY = {"hardswish", "pow_scalar_base"}

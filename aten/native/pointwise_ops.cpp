@@ -50,9 +50,12 @@ void run_pow(at::TensorIteratorBase& op) {
 }
 
 void run_pow_scalar(at::TensorIteratorBase& op, const c10::Scalar& exponent) {
-  // Exact forms for the common exponents, as CPU uses.
+  // Exact forms for the common exponents, as CPU uses. 1 is the backward of square (2 * x^1): PoCL's pow
+  // takes about 100 ns an element, and the GELU MLP's loss (square().mean()) spent 2.9 ms a step in it.
   if (!exponent.isComplex()) {
     const double e = exponent.to<double>();
+    if (e == 0) return run_pointwise(op, {"pow0", "(C_T)1", "(C_T)1"});
+    if (e == 1) return run_pointwise(op, {"pow1", "a", "a"});
     if (e == 2) return run_pointwise(op, {"pow2", "a * a", "a * a"});
     if (e == 3) return run_pointwise(op, {"pow3", "a * a * a", "a * a * a"});
     if (e == 0.5) return run_pointwise(op, {"pow_half", "sqrt(a)", nullptr});
