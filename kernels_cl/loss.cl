@@ -70,20 +70,3 @@ __kernel void nll_backward(__global T_T* grad_in, ulong gi_offset, __global cons
   if (reduction == 1) g /= (ACC)LOAD_T(total_weight, tw_offset);
   STORE_T(grad_in, gi_offset + (n * C + t) * S + s, -class_weight(weight, w_offset, has_weight, t) * g);
 }
-
-// out (one element) = scale * sum of the n contiguous elements of `in`, in one work-group of WG
-// items (the 'mean'/'sum' reductions of the elementwise losses).
-__kernel void sum_scaled(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset, long n,
-                         ACC scale) {
-  __local ACC part[WG];
-  const int l = get_local_id(0);
-  ACC s = 0;
-  for (long i = l; i < n; i += WG) s += LOAD_T(in, in_offset + i);
-  part[l] = s;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int k = WG / 2; k > 0; k >>= 1) {
-    if (l < k) part[l] += part[l + k];
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  if (l == 0) STORE_T(out, out_offset, part[0] * scale);
-}
