@@ -729,9 +729,9 @@ class OpenCLKernel(SIMDKernel):
         xnumel, idx = self.xnumel_code(), self.index_dtype
         if self.form.chunked:
             code.splice(self.hoisted)
-            split = self._row_split()
+            row = self._split_row()
             lanes = self.form.lanes
-            unit = lanes if self.form.column_lanes else split[0] if split else 1
+            unit = lanes if self.form.column_lanes else row or 1
             units, times = (xnumel, "") if unit == 1 else (f"{xnumel} / {unit}", f" * {unit}")
             # This work-item's chunk of the outputs, whole blocks of `unit` (which divides xnumel).
             code.writeline(f"const {idx} xper = ({units} + get_global_size(0) - 1) / get_global_size(0){times};")
@@ -743,8 +743,9 @@ class OpenCLKernel(SIMDKernel):
                     code.splice(self.body)
                     if self._lane_loop_open:
                         code.writeline("}")
-            elif split:
-                row, body = split
+            elif row:
+                body = self._rewritten(self.body, self._index_rewrites(
+                    row, sympy.Symbol("xouter", integer=True), sympy.Symbol("xinner", integer=True)))
                 code.writeline(f"for ({idx} xouter = xstart / {row}; xouter < xend / {row}; ++xouter) {{")
                 with code.indent():
                     code.writeline(f"for ({idx} xinner = 0; xinner < {row}; ++xinner) {{")
@@ -774,12 +775,11 @@ class OpenCLKernel(SIMDKernel):
             code.writeline(f"if (xindex >= {xnumel}) return;")
         code.splice(self.body)
 
-    def _row_split(self) -> tuple[int, IndentedBuffer] | None:
+    def _split_row(self) -> int | None:
         """The CPU form of a pointwise kernel by rows (see the module's note): the row length, the
-        innermost divisor of the flat index among the kernel's indices, and the body with each index
-        that the split makes simpler written from xouter (the row) and xinner (the place in it).
-        None where the kernel does not split (a reduction, dynamic sizes, rows too short or too few to
-        give every core a work-group)."""
+        innermost divisor of the flat index among the kernel's indices (codegen_work writes the indices
+        from xouter, the row, and xinner, the place in it). None where the kernel does not split (a
+        reduction, dynamic sizes, rows too short or too few to give every core a work-group)."""
         x = self.numels.get("x")
         if self.features.is_reduction() or not isinstance(x, sympy.Integer):
             return None
@@ -795,9 +795,7 @@ class OpenCLKernel(SIMDKernel):
         cores = max(1, int(props.compute_units))
         if row < self.form.CPU_MIN_ROW or numel % row or numel // row < cores * self.form.CPU_GROUP:
             return None
-        outer, inner = sympy.Symbol("xouter", integer=True), sympy.Symbol("xinner", integer=True)
-        rewrites = self._index_rewrites(row, outer, inner)
-        return row, self._rewritten(self.body, rewrites)
+        return row
 
     def _index_rewrites(self, row: int, block: sympy.Expr, place: sympy.Expr) -> dict[str, str]:
         """The lines that declare the kernel's output indices (x entries), each mapped to a simpler one
@@ -867,8 +865,7 @@ class OpenCLKernel(SIMDKernel):
             # A few work-items per core, each with a contiguous chunk; fewer when there is less work.
             cap = self.form.max_threads
             if isinstance(x, sympy.Integer):
-                split = self._row_split()
-                units = int(x) // (split[0] if split else self.form.lanes if self.form.column_lanes else 1)
+                units = int(x) // (self.form.lanes if self.form.column_lanes else self._split_row() or 1)
                 n = min(units, cap)
                 group = min(g, n)
                 return str(-(-n // group) * group), group
