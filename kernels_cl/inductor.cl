@@ -24,10 +24,14 @@ inline double tocl_erfinv_double(double y) {
 }
 #endif
 
-// pow for float through exp2/log2: PoCL's pow costs about ten times as much (an AdamW step with bias
-// corrections, 200K parameters: 87 ms -> 11 ms). Selects rather than branches, so the work-group
-// vectoriser keeps it: negative bases with integral exponents take the sign of odd exponents,
-// pow(x, 0) and pow(1, y) are 1 (NaN included). Relative error about |y log2 x| * 2^-24.
+// pow for float. Where the device takes float_math.cl's functions (PoCL), its pow through double (about
+// half an ulp). Elsewhere through exp2/log2, as first written for PoCL, whose pow costs about ten times
+// as much (an AdamW step with bias corrections, 200K parameters: 87 ms -> 11 ms). Selects rather than
+// branches, so the work-group vectoriser keeps it: negative bases with integral exponents take the sign
+// of odd exponents, pow(x, 0) and pow(1, y) are 1 (NaN included). Relative error about |y log2 x| * 2^-24.
+#ifdef TOCL_OWN_POW
+inline float tocl_powf(float a, float b) { return tocl_pow_through_double(a, b); }  // float_math.cl
+#else
 inline float tocl_powf(float a, float b) {
   const float r = exp2(b * log2(fabs(a)));
   const bool integral = b == rint(b);
@@ -36,6 +40,7 @@ inline float tocl_powf(float a, float b) {
   out = b == 0.0f ? 1.0f : out;
   return a == 1.0f ? 1.0f : out;
 }
+#endif
 
 // Python's floor division and modulo for integers (C's / and % truncate toward zero). A divisor of -1
 // never divides: LONG_MIN / -1 overflows in C, where eager wraps to LONG_MIN (and x % -1 is 0).

@@ -85,3 +85,4 @@ inline __attribute__((overloadable)) long tocl_to_i64(double x) {
   return x >= -9223372036854775808.0 && x < 9223372036854775808.0 ? (long)x : LONG_MIN;
 }
 #endif
+#include "float_math.cl"

@@ -14,6 +14,15 @@
 namespace tocl {
 namespace {
 
+// A 0/1 environment variable, if set; throws tocl::Error for another value.
+std::optional<bool> flag_from_env(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  const std::string s(v);
+  if (s == "0" || s == "1") return s == "1";
+  throw Error(std::string(name) + "='" + s + "': use 1 (on), 0 (off), or leave it unset for the device's default.");
+}
+
 KernelForms choose(const DeviceInfo& d) {
   KernelForms f;
   if (const auto forced = kernel_class_from_env()) {
@@ -76,6 +85,10 @@ KernelForms choose(const DeviceInfo& d) {
 
   const char* sync_checks = std::getenv("TORCH_OPENCL_SYNC_INDEX_CHECKS");
   f.deferred_index_checks = f.gpu() && !(sync_checks && std::string(sync_checks) == "1");
+
+  const bool pocl_cpu = (d.type & CL_DEVICE_TYPE_CPU) && d.platform_name.find("Portable Computing Language") != std::string::npos;
+  f.own_float_math = flag_from_env("TORCH_OPENCL_OWN_FLOAT_MATH").value_or(pocl_cpu);
+  if (f.own_float_math) f.build_options += "-DTOCL_OWN_FLOAT_MATH";
   return f;
 }
 

@@ -126,6 +126,16 @@ struct KernelForms {
   // at the call, as CPU PyTorch. TORCH_OPENCL_SYNC_INDEX_CHECKS=1 makes every device check at the call.
   bool deferred_index_checks = false;
 
+  // ---- Math library ----
+  // Float log, log2, log10, log1p and expm1 from kernels_cl/float_math.cl instead of the driver's, where
+  // the driver's are slow: PoCL's CPU device (8-16 ns an element against 0.5-1.7, 1M floats on a 2-core
+  // EPYC; bench/bench_math.py). Not a kernel-class choice: it follows the driver, whatever the class.
+  // TORCH_OPENCL_OWN_FLOAT_MATH=0|1 overrides it.
+  bool own_float_math = false;
+  // Options every program of the device is built with (-D lines for the choices above that the OpenCL C
+  // sources read); part of the program cache's key.
+  std::string build_options;
+
   bool gpu() const { return kernel_class == KernelClass::gpu; }
 };
 

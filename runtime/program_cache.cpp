@@ -20,6 +20,7 @@
 #include "runtime/device.h"
 #include "runtime/embedded_sources.h"
 #include "runtime/error.h"
+#include "runtime/kernel_forms.h"
 #include "runtime/stream.h"
 
 namespace tocl {
@@ -265,12 +266,20 @@ std::string cache_dir() {
   return std::string(home && *home ? home : "/tmp") + "/.cache/torch_opencl";
 }
 
-cl_program get_program(int device, const std::string& source, const std::string& options) {
+// The device's own options (kernel_forms.h: the math library's choice) go with every program.
+static std::string with_device_options(int device, const std::string& options) {
+  const std::string& own = kernel_forms(device).build_options;
+  if (own.empty()) return options;
+  return options.empty() ? own : options + " " + own;
+}
+
+cl_program get_program(int device, const std::string& source, const std::string& requested_options) {
   auto& c = cache();
   const std::string source_hash = hash_hex(source);
+  const std::string options = with_device_options(device, requested_options);
   const Key key = std::make_tuple(device, source_hash, options);
   std::unique_lock<std::mutex> lock(c.mutex);
-  if (c.recording) c.recorded.emplace(key, std::make_pair(source, options));
+  if (c.recording) c.recorded.emplace(key, std::make_pair(source, requested_options));
   for (;;) {
     auto found = c.programs.find(key);
     if (found != c.programs.end()) {
@@ -395,7 +404,7 @@ std::pair<bool, std::string> compile_log(int device, const std::string& source, 
   // A macro no source uses makes the text new to the driver's own cache, which would otherwise
   // answer without compiling (and without a log). Compiling alone is enough for the diagnostics.
   static std::atomic<uint64_t> counter{0};
-  const std::string fresh = options + " -DTOCL_FRESH_COMPILE_" + std::to_string(getpid()) + "_" +
+  const std::string fresh = with_device_options(device, options) + " -DTOCL_FRESH_COMPILE_" + std::to_string(getpid()) + "_" +
                             std::to_string(counter.fetch_add(1));
   status = clCompileProgram(program, 1, &info.id, fresh.c_str(), 0, nullptr, nullptr, nullptr, nullptr);
   std::string log = build_log(program, info.id);

@@ -93,6 +93,8 @@ def main() -> int:
             out.append(f"    SIMD width:        {simd}")
             out.append(f"    kernel class:      {p['kernel_class']} ({p['kernel_class_reason']}; "
                        f"TORCH_OPENCL_KERNEL_CLASS=cpu|gpu forces one)")
+            math = "own (kernels_cl/float_math.cl)" if p["own_float_math"] else "the driver's"
+            out.append(f"    float log, pow:    {math} (TORCH_OPENCL_OWN_FLOAT_MATH=0|1 chooses)")
 
     out.append("")
     cache_dir = _C._cache_dir()

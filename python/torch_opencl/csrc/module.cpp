@@ -61,6 +61,7 @@ py::dict device_properties(int index) {
   p["kernel_class"] = tocl::kernel_class_name(forms.kernel_class);
   p["kernel_class_reason"] = forms.reason;
   p["deferred_index_checks"] = forms.deferred_index_checks;
+  p["own_float_math"] = forms.own_float_math;
   p["row_group"] = forms.row_group;
   p["extensions"] = d.extensions;
   p["platform_index"] = d.platform_index;
