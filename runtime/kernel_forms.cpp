@@ -59,6 +59,7 @@ KernelForms choose(const DeviceInfo& d) {
   f.reduce_fill_groups = std::max<size_t>(64, 4 * static_cast<size_t>(d.compute_units));
 
   f.copy_lines = !f.gpu();
+  f.pointwise_lines = !f.gpu();
 
   // PoCL, 16 elements an item: _foreach_sqrt over bench_training's MLP parameters took 4x a per-tensor
   // sqrt per tensor, and AdamW's foreach step over 6 large parameters 12.1 ms (1024: 4.4 ms;

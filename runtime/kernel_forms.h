@@ -79,6 +79,10 @@ struct KernelForms {
   // neighbours read and write neighbouring elements (coalesced).
   bool copy_lines = false;
   size_t copy_run = 4096;
+  // Pointwise ops whose operands step by one element or not at all along the innermost dim (broadcasts)
+  // take the same runs instead of the strided kernel's tiles (kernels_cl/pointwise.cl's pointwise_lines);
+  // the CPU form, for the same reason: PoCL kept the tiles' loads scalar (x + bias row, 1M floats: 17x CPU).
+  bool pointwise_lines = false;
 
   // ---- Multi-tensor apply (the _foreach_* ops of torch.optim and clip_grad_norm_: aten/native/foreach.cpp) ----
   // Consecutive elements per work-item. Each item first finds its tensor and picks that tensor's pointers

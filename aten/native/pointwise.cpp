@@ -57,7 +57,7 @@ size_t text_hash(const char* s) { return s ? std::hash<std::string_view>()(s) : 
 
 Signature make_signature(int device, const at::TensorIteratorBase& iter, const PointwiseExpr& expr,
                          c10::ScalarType compute, const std::array<bool, kMaxInputs>& scalar_inputs, int nscalars,
-                         bool index64, uint32_t rounding) {
+                         bool index64, uint32_t rounding, bool lines) {
   const int nin = iter.ninputs();
   Signature sig{};
   sig.expr_hash = text_hash(expr.name) ^ (text_hash(expr.float_expr) * 3) ^ (text_hash(expr.int_expr) * 7);
@@ -68,12 +68,13 @@ Signature make_signature(int device, const at::TensorIteratorBase& iter, const P
   for (int k = 0; k < nin; ++k)
     if (scalar_inputs[k]) sig.flags |= 1u << (16 + k);
   sig.flags |= rounding << 20;
+  if (lines) sig.flags |= 1u << 26;
   return sig;
 }
 
 std::string make_source(const at::TensorIteratorBase& iter, const PointwiseExpr& expr, c10::ScalarType compute,
                         const std::array<bool, kMaxInputs>& scalar_inputs, int nscalars, bool index64,
-                        uint32_t rounding) {
+                        uint32_t rounding, bool lines) {
   const int nin = iter.ninputs();
   const bool floating = is_floating(compute);
   const char* body = floating ? expr.float_expr : expr.int_expr;
@@ -97,6 +98,7 @@ std::string make_source(const at::TensorIteratorBase& iter, const PointwiseExpr&
   }
   s += "#define NIN " + std::to_string(nin) + "\n";
   s += "#define NSCALAR " + std::to_string(nscalars) + "\n";
+  s += std::string("#define LINES ") + (lines ? "1" : "0") + "\n";
   s += std::string("#define EXPR (") + body + ")\n";
   s += tiled_source(4, index64);
   const auto& sources = tocl::embedded_sources();
@@ -107,10 +109,10 @@ std::string make_source(const at::TensorIteratorBase& iter, const PointwiseExpr&
 
 cl_program program_for(int device, const at::TensorIteratorBase& iter, const PointwiseExpr& expr,
                        c10::ScalarType compute, const std::array<bool, kMaxInputs>& scalar_inputs, int nscalars,
-                       bool index64, uint32_t rounding) {
+                       bool index64, uint32_t rounding, bool lines) {
   static std::mutex mutex;
   static std::unordered_multimap<Signature, ProgramEntry, SignatureHash> programs;
-  const auto sig = make_signature(device, iter, expr, compute, scalar_inputs, nscalars, index64, rounding);
+  const auto sig = make_signature(device, iter, expr, compute, scalar_inputs, nscalars, index64, rounding, lines);
   auto find = [&]() -> cl_program {
     auto range = programs.equal_range(sig);
     for (auto it = range.first; it != range.second; ++it) {
@@ -123,7 +125,7 @@ cl_program program_for(int device, const at::TensorIteratorBase& iter, const Poi
     if (cl_program p = find()) return p;
   }
   cl_program program =
-      tocl::get_program(device, make_source(iter, expr, compute, scalar_inputs, nscalars, index64, rounding));
+      tocl::get_program(device, make_source(iter, expr, compute, scalar_inputs, nscalars, index64, rounding, lines));
   std::lock_guard<std::mutex> lock(mutex);
   if (!find()) 
     programs.emplace(sig, ProgramEntry{expr.name, expr.float_expr ? expr.float_expr : "",
@@ -213,6 +215,23 @@ bool contiguous_for_kernel(const at::TensorIteratorBase& iter, const std::array<
   return true;
 }
 
+// The lines form (kernel_forms' pointwise_lines): where the output steps by one element along iteration dim 0
+// and every tensor input by one or zero, runs of dim 0 instead of elements. Returns the inputs that step by
+// one as bits (kernels_cl/pointwise.cl's `steps`), or -1 where the form does not apply: other steps, or lines
+// too short for a run to pay (the strided kernel's tiles serve those).
+int line_steps(const at::TensorIteratorBase& iter, const std::array<bool, kMaxInputs>& scalar_inputs) {
+  constexpr int64_t kMinLine = 16;
+  if (iter.ndim() < 1 || iter.shape()[0] < kMinLine || iter.strides(0)[0] != iter.element_size(0)) return -1;
+  int steps = 0;
+  for (int k = 0; k < iter.ninputs(); ++k) {
+    if (scalar_inputs[k]) continue;
+    const int64_t stride = iter.strides(k + 1)[0];
+    if (stride == iter.element_size(k + 1)) steps |= 1 << k;
+    else if (stride != 0) return -1;
+  }
+  return steps;
+}
+
 }  // namespace
 
 c10::Scalar stored_scalar(const c10::Scalar& s, c10::ScalarType dtype) {
@@ -260,9 +279,13 @@ void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std:
   if (common == c10::kHalf || common == c10::kBFloat16)
     for (int k = 0; k < nin; ++k)
       if (!scalar_inputs[k] && iter.dtype(k + 1) != common) rounding |= (common == c10::kHalf ? 1u : 2u) << (2 * k);
+  const auto& forms = tocl::kernel_forms(device);
+  const int steps = !contiguous && forms.pointwise_lines ? line_steps(iter, scalar_inputs) : -1;
+  const bool lines = steps >= 0;
   cl_program program = program_for(device, iter, expr, compute, scalar_inputs, static_cast<int>(scalars.size()),
-                                   index64, rounding);
+                                   index64, rounding, lines);
   cl_kernel k = contiguous ? tocl::get_kernel(program, "pointwise_contiguous")
+                : lines    ? tocl::get_kernel(program, "pointwise_lines")
                            : tocl::get_kernel(program, launch.nd ? "pointwise_strided_nd" : "pointwise_strided");
   cl_uint index = 0;
   set_buffer(k, index, iter.data_ptr(0), iter.element_size(0));
@@ -278,10 +301,21 @@ void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std:
   const cl_uint geometry_index = index;
   if (!contiguous) ++index;  // TiledGeometry, set by enqueue_tiled
   for (size_t i = 0; i < scalars.size(); ++i) set_scalar(k, index, scalar_args[i]);
-  if (contiguous)
-    tocl::enqueue_1d(device, tocl::current_stream(device), k, numel, tocl::kernel_forms(device).elementwise_group);
-  else
+  if (contiguous) {
+    tocl::enqueue_1d(device, tocl::current_stream(device), k, numel, forms.elementwise_group);
+  } else if (lines) {
+    const int64_t line = iter.shape()[0], run = static_cast<int64_t>(forms.copy_run);
+    const int64_t chunks = (line + run - 1) / run;
+    const int64_t runs = numel / line * chunks;
+    TOCL_CHECK(clSetKernelArg(k, geometry_index, launch.size, launch.bytes.data()));
+    const cl_long run_args[3] = {runs, chunks, run};
+    for (const cl_long& v : run_args) TOCL_CHECK(clSetKernelArg(k, index++, sizeof(v), &v));
+    const cl_int step_bits = steps;
+    TOCL_CHECK(clSetKernelArg(k, index++, sizeof(step_bits), &step_bits));
+    tocl::enqueue_1d(device, tocl::current_stream(device), k, runs);
+  } else {
     enqueue_tiled(device, tocl::current_stream(device), k, geometry_index, launch);
+  }
 }
 
 }  // namespace torch_opencl
