@@ -2,6 +2,9 @@
 // program per output dtype (aten/native/random.cpp prepends the prelude and
 //   OUT_T, LOAD_OUT, STORE_OUT   the output operand (operand_defines)
 //   F_IS_DOUBLE                  1 when the output is float64: uniforms then carry 53 bits
+// Each kernel's loop over its PER_ITEM elements is unrolled (#pragma unroll): PoCL left a loop with a large
+// body (normal's log, cos and sin) rolled, its uniforms in memory, and the kernel scalar (randn of 1M
+// floats 11.3 -> 2.7 ms).
 // Work item g draws one Philox block: counter = block + g (64 bits, words 0-1),
 // key = the seed. A block is four 32-bit draws; a work item fills PER_ITEM
 // consecutive elements from it (4 from 32-bit draws, 2 from 64-bit ones), so a
@@ -41,6 +44,7 @@ inline void uniforms(uint4 r, F_T* u) {
 
 __kernel void uniform(__global OUT_T* out, ulong out_offset, ulong n, ulong seed, ulong block, F_T from, F_T range) {
   DRAW_UNIFORMS(PER_ITEM)
+#pragma unroll
   for (int j = 0; j < PER_ITEM; ++j) {
     if (first + j < n) {
       F_T v = from + u[j] * range;
@@ -53,6 +57,7 @@ __kernel void uniform(__global OUT_T* out, ulong out_offset, ulong n, ulong seed
 // Box-Muller over pairs of uniforms.
 __kernel void normal(__global OUT_T* out, ulong out_offset, ulong n, ulong seed, ulong block, F_T mean, F_T std) {
   DRAW_UNIFORMS(PER_ITEM)
+#pragma unroll
   for (int j = 0; j < PER_ITEM; j += 2) {
     const F_T radius = sqrt((F_T)-2 * log((F_T)1 - u[j]));  // 1 - u in (0, 1]
     const F_T theta = (F_T)(2.0 * M_PI) * u[j + 1];
@@ -63,12 +68,14 @@ __kernel void normal(__global OUT_T* out, ulong out_offset, ulong n, ulong seed,
 
 __kernel void exponential(__global OUT_T* out, ulong out_offset, ulong n, ulong seed, ulong block, F_T lambd) {
   DRAW_UNIFORMS(PER_ITEM)
+#pragma unroll
   for (int j = 0; j < PER_ITEM; ++j)
     if (first + j < n) STORE_OUT(out, out_offset + first + j, -log1p(-u[j]) / lambd);
 }
 
 __kernel void bernoulli_scalar(__global OUT_T* out, ulong out_offset, ulong n, ulong seed, ulong block, F_T p) {
   DRAW_UNIFORMS(PER_ITEM)
+#pragma unroll
   for (int j = 0; j < PER_ITEM; ++j)
     if (first + j < n) STORE_OUT(out, out_offset + first + j, u[j] < p ? 1 : 0);
 }
@@ -77,6 +84,7 @@ __kernel void bernoulli_scalar(__global OUT_T* out, ulong out_offset, ulong n, u
 __kernel void bernoulli_tensor(__global OUT_T* out, ulong out_offset, ulong n, ulong seed, ulong block,
                                __global const F_T* p, ulong p_offset) {
   DRAW_UNIFORMS(PER_ITEM)
+#pragma unroll
   for (int j = 0; j < PER_ITEM; ++j)
     if (first + j < n) STORE_OUT(out, out_offset + first + j, u[j] < p[p_offset + first + j] ? 1 : 0);
 }
@@ -106,6 +114,7 @@ __kernel void random_range32(__global OUT_T* out, ulong out_offset, ulong n, ulo
   if (first >= n) return;
   const uint4 r = draw_block(seed, block + g);
   const uint d[4] = {r.x, r.y, r.z, r.w};
+#pragma unroll
   for (int j = 0; j < 4; ++j)
     if (first + j < n) STORE_OUT(out, out_offset + first + j, from + (long)((ulong)d[j] % range));
 }
@@ -118,6 +127,7 @@ __kernel void random_range64(__global OUT_T* out, ulong out_offset, ulong n, ulo
   if (first >= n) return;
   const uint4 r = draw_block(seed, block + g);
   const ulong d[2] = {join64(r.x, r.y), join64(r.z, r.w)};
+#pragma unroll
   for (int j = 0; j < 2; ++j)
     if (first + j < n) STORE_OUT(out, out_offset + first + j, range == 0 ? (long)d[j] : from + (long)(d[j] % range));
 }
@@ -125,6 +135,7 @@ __kernel void random_range64(__global OUT_T* out, ulong out_offset, ulong n, ulo
 // exp of a Box-Muller normal(mean, std).
 __kernel void log_normal(__global OUT_T* out, ulong out_offset, ulong n, ulong seed, ulong block, F_T mean, F_T std) {
   DRAW_UNIFORMS(PER_ITEM)
+#pragma unroll
   for (int j = 0; j < PER_ITEM; j += 2) {
     const F_T radius = sqrt((F_T)-2 * log((F_T)1 - u[j]));
     const F_T theta = (F_T)(2.0 * M_PI) * u[j + 1];
@@ -136,6 +147,7 @@ __kernel void log_normal(__global OUT_T* out, ulong out_offset, ulong n, ulong s
 // The number of Bernoulli(p) trials up to the first success: ceil(log(v) / log1p(-p)), v = 1 - u in (0, 1].
 __kernel void geometric(__global OUT_T* out, ulong out_offset, ulong n, ulong seed, ulong block, F_T log1m_p) {
   DRAW_UNIFORMS(PER_ITEM)
+#pragma unroll
   for (int j = 0; j < PER_ITEM; ++j)
     if (first + j < n) STORE_OUT(out, out_offset + first + j, fmax(ceil(log((F_T)1 - u[j]) / log1m_p), (F_T)1));
 }
@@ -143,6 +155,7 @@ __kernel void geometric(__global OUT_T* out, ulong out_offset, ulong n, ulong se
 // median + sigma * tan(pi * (u - 1/2)).
 __kernel void cauchy(__global OUT_T* out, ulong out_offset, ulong n, ulong seed, ulong block, F_T median, F_T sigma) {
   DRAW_UNIFORMS(PER_ITEM)
+#pragma unroll
   for (int j = 0; j < PER_ITEM; ++j)
     if (first + j < n) STORE_OUT(out, out_offset + first + j, median + sigma * tan((F_T)M_PI * (u[j] - (F_T)0.5)));
 }
