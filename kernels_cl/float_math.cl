@@ -161,7 +161,8 @@ TOCL_MATH_INLINE float tocl_pow_through_double(float a, float b) {
 __constant uint tocl_two_over_pi[12] = {0u, 0u, 0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u, 0xdb629599u,
                                         0x3c439041u, 0xfe5163abu, 0xdebbc561u, 0xb7246e3au, 0x424dd2e0u};
 
-// |x| (finite, at least 2^-12) = (q + f) pi/2 with f in [-1/2, 1/2): returns f pi/2 in double, *q the quadrant.
+// |x| (finite, at least 2^-12; other values give an unused result) = (q + f) pi/2 with f in [-1/2, 1/2):
+// returns f pi/2 in double, *q the quadrant.
 TOCL_MATH_INLINE double tocl_reduce_pio2(float ax, int* q) {
   const uint bits = as_uint(ax);
   const int e = (int)(bits >> 23) - 127 - 23;  // ax = m 2^e, m an integer below 2^24
@@ -169,7 +170,9 @@ TOCL_MATH_INLINE double tocl_reduce_pio2(float ax, int* q) {
   // The 96 bits of 2/pi whose products with m 2^e have weights 2 (mod 4 matters: the bits before give
   // multiples of 4) down to 2^-93 (W times m carries the fraction 70 bits deep, a float's worst case for
   // cancellation near a multiple of pi/2 is about 2^-30).
-  const int p = e + 62;  // first bit of the window in the table (bit 0: the top of word 0)
+  // First bit of the window in the table (bit 0: the top of word 0). Clamped: the caller discards the
+  // result for |x| below 2^-12, zeros and subnormals, whose window would start before the table.
+  const int p = clamp(e + 62, 0, 167);
   const int i = p >> 5, sh = p & 31;
   const uint t0 = tocl_two_over_pi[i], t1 = tocl_two_over_pi[i + 1], t2 = tocl_two_over_pi[i + 2],
              t3 = tocl_two_over_pi[i + 3];
