@@ -39,7 +39,7 @@ typedef struct {
 } philox_memo;
 #define PHILOX_MEMO_INIT {0UL, ~0UL, (uint4)(0u)}
 
-inline uint4 draw_block_memo(ulong seed, ulong counter, philox_memo *memo) {
+inline __attribute__((always_inline)) uint4 draw_block_memo(ulong seed, ulong counter, philox_memo *memo) {
   if (memo->counter != counter || memo->seed != seed) {
     memo->bits = draw_block(seed, counter);
     memo->counter = counter;
@@ -49,7 +49,7 @@ inline uint4 draw_block_memo(ulong seed, ulong counter, philox_memo *memo) {
 }
 
 // Word `lane` (0 to 3) of a block.
-inline uint block_word(uint4 r, uint lane) { return lane == 0 ? r.x : lane == 1 ? r.y : lane == 2 ? r.z : r.w; }
+inline __attribute__((always_inline)) uint block_word(uint4 r, uint lane) { return lane == 0 ? r.x : lane == 1 ? r.y : lane == 2 ? r.z : r.w; }
 
 // Sixteen blocks at once, one per vector lane: block i is (c0, c1, c2, c3).si (uint16 lvalues, rewritten in
 // place) under key (k0, k1). The same rounds as philox4x32_10, with the 32 x 32 -> 64-bit products as
@@ -73,3 +73,21 @@ inline uint block_word(uint4 r, uint lane) { return lane == 0 ? r.x : lane == 1 
 // Word lane.si of block i of sixteen blocks (c0, c1, c2, c3).
 #define BLOCK_WORD_X16(c0, c1, c2, c3, lane) \
   select(select((c0), (c1), (lane) == 1), select((c2), (c3), (lane) == 3), (lane) >= 2)
+
+// cos and sin of 2 pi u, u in [0, 1), without a general argument reduction: 4u splits exactly into a
+// quadrant and a fraction f in [-1/2, 1/2], then Taylor polynomials of y = f pi/2 (error below 2e-9).
+// Box-Muller's angle (random.cl's normal, inductor.cl's randn). On PoCL the general float sin and cos
+// (float_math.cl's, for any argument) took a third of randn's time, PoCL's cospi more.
+inline __attribute__((always_inline)) void tocl_cos_sin_turn(float u, float* c, float* s) {
+  const float quarter_turns = u * 4.0f;
+  const float q = rint(quarter_turns);
+  const float y = (quarter_turns - q) * 1.57079632679489662f;
+  const int quadrant = (int)q;
+  const float z = y * y;
+  const float sin_y = y + y * z * (-1.0f / 6.0f + z * (1.0f / 120.0f + z * (-1.0f / 5040.0f + z * (1.0f / 362880.0f))));
+  const float cos_y = 1.0f + z * (-0.5f + z * (1.0f / 24.0f + z * (-1.0f / 720.0f + z * (1.0f / 40320.0f +
+                      z * (-1.0f / 3628800.0f)))));
+  const float sv = (quadrant & 1) ? cos_y : sin_y, cv = (quadrant & 1) ? sin_y : cos_y;
+  *s = (quadrant & 2) ? -sv : sv;
+  *c = ((quadrant + 1) & 2) ? -cv : cv;
+}

@@ -61,22 +61,7 @@ inline void cos_sin_turn(F_T u, F_T* c, F_T* s) {  // of 2 pi u
   *s = sin(theta);
 }
 #else
-// cos and sin of 2 pi u, u in [0, 1), without a general argument reduction: 4u splits exactly into a
-// quadrant and a fraction f in [-1/2, 1/2], then Taylor polynomials of y = f pi/2 (error below 2e-9).
-// On PoCL the general float sin and cos (float_math.cl's, for any argument) took a third of randn's time.
-inline __attribute__((always_inline)) void cos_sin_turn(float u, float* c, float* s) {
-  const float quarter_turns = u * 4.0f;
-  const float q = rint(quarter_turns);
-  const float y = (quarter_turns - q) * 1.57079632679489662f;
-  const int quadrant = (int)q;
-  const float z = y * y;
-  const float sin_y = y + y * z * (-1.0f / 6.0f + z * (1.0f / 120.0f + z * (-1.0f / 5040.0f + z * (1.0f / 362880.0f))));
-  const float cos_y = 1.0f + z * (-0.5f + z * (1.0f / 24.0f + z * (-1.0f / 720.0f + z * (1.0f / 40320.0f +
-                      z * (-1.0f / 3628800.0f)))));
-  const float sv = (quadrant & 1) ? cos_y : sin_y, cv = (quadrant & 1) ? sin_y : cos_y;
-  *s = (quadrant & 2) ? -sv : sv;
-  *c = ((quadrant + 1) & 2) ? -cv : cv;
-}
+#define cos_sin_turn tocl_cos_sin_turn  // philox.cl
 #endif
 
 // Box-Muller over pairs of uniforms.
