@@ -267,6 +267,8 @@ bool DeviceInfo::has_extension(const std::string& ext) const {
   return false;
 }
 
+bool DeviceInfo::is_pocl() const { return platform_name.find("Portable Computing Language") != std::string::npos; }
+
 std::string DeviceInfo::type_name() const {
   if (type & CL_DEVICE_TYPE_GPU) return "gpu";
   if (type & CL_DEVICE_TYPE_CPU) return "cpu";

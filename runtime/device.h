@@ -41,6 +41,7 @@ struct DeviceInfo {
 
   bool has_extension(const std::string& name) const;
   std::string type_name() const;  // "gpu", "cpu", "accelerator", "other"
+  bool is_pocl() const;            // on PoCL's platform (its CPU device, or another of its drivers)
 };
 
 struct PlatformInfo {

@@ -32,9 +32,7 @@ clblast::Precision precision_of(int bits) {
   throw Error("GEMM tuning: precision must be 32 or 64 bits, got " + std::to_string(bits));
 }
 
-bool is_pocl_cpu(const DeviceInfo& d) {
-  return (d.type & CL_DEVICE_TYPE_CPU) && d.platform_name.find("Portable Computing Language") != std::string::npos;
-}
+bool is_pocl_cpu(const DeviceInfo& d) { return (d.type & CL_DEVICE_TYPE_CPU) && d.is_pocl(); }
 
 // The device's native float vector width: 16 for PoCL on AVX-512 CPUs, 8 on AVX2 ones.
 cl_uint native_float_width(const DeviceInfo& d) {

@@ -87,7 +87,7 @@ KernelForms choose(const DeviceInfo& d) {
   const char* sync_checks = std::getenv("TORCH_OPENCL_SYNC_INDEX_CHECKS");
   f.deferred_index_checks = f.gpu() && !(sync_checks && std::string(sync_checks) == "1");
 
-  const bool pocl_cpu = (d.type & CL_DEVICE_TYPE_CPU) && d.platform_name.find("Portable Computing Language") != std::string::npos;
+  const bool pocl_cpu = (d.type & CL_DEVICE_TYPE_CPU) && d.is_pocl();
   f.own_float_math = flag_from_env("TORCH_OPENCL_OWN_FLOAT_MATH").value_or(pocl_cpu);
   if (f.own_float_math) f.build_options += "-DTOCL_OWN_FLOAT_MATH";
   return f;

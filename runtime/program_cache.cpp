@@ -218,15 +218,13 @@ cl_program build_from_source(int device, const std::string& source, const std::s
 // (examples/train_digits.py), reading binaries doubled a cold first epoch's compile work (48 against
 // 25 CPU-seconds). PoCL keeps programs and compiled kernels in its own disk cache (POCL_CACHE_DIR,
 // default ~/.cache/pocl/kcache), so our copy would only duplicate it. Other drivers get our cache.
-bool is_pocl(const DeviceInfo& info) { return info.platform_name.find("Portable Computing Language") != std::string::npos; }
-
 bool binaries_worth_keeping(const DeviceInfo& info, int forced) {
-  return forced >= 0 ? forced == 1 : !is_pocl(info);
+  return forced >= 0 ? forced == 1 : !info.is_pocl();
 }
 
 // "" when nothing is kept between runs.
 std::string cache_location(const DeviceInfo& info) {
-  if (!is_pocl(info)) return cache_dir();
+  if (!info.is_pocl()) return cache_dir();
   const char* pocl_dir = std::getenv("POCL_CACHE_DIR");
   return std::string(pocl_dir && *pocl_dir ? pocl_dir : "~/.cache/pocl/kcache") + " (PoCL's own cache)";
 }
