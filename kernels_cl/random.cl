@@ -54,24 +54,26 @@ __kernel void uniform(__global OUT_T* out, ulong out_offset, ulong n, ulong seed
   }
 }
 
+// Box-Muller over a pair of uniforms: the radius from u0 (1 - u0 in (0, 1]) and the cos and sin of the angle
+// 2 pi u1 (floats through philox.cl's quarter-turn split); normal and log_normal take the two normals as
+// mean + std * radius * c and mean + std * radius * s.
+inline __attribute__((always_inline)) void box_muller(F_T u0, F_T u1, F_T* radius, F_T* c, F_T* s) {
+  *radius = sqrt((F_T)-2 * log((F_T)1 - u0));
 #if F_IS_DOUBLE
-inline void cos_sin_turn(F_T u, F_T* c, F_T* s) {  // of 2 pi u
-  const F_T theta = (F_T)(2.0 * M_PI) * u;
+  const F_T theta = (F_T)(2.0 * M_PI) * u1;
   *c = cos(theta);
   *s = sin(theta);
-}
 #else
-#define cos_sin_turn tocl_cos_sin_turn  // philox.cl
+  tocl_cos_sin_turn(u1, c, s);
 #endif
+}
 
-// Box-Muller over pairs of uniforms.
 __kernel void normal(__global OUT_T* out, ulong out_offset, ulong n, ulong seed, ulong block, F_T mean, F_T std) {
   DRAW_UNIFORMS(PER_ITEM)
 #pragma unroll
   for (int j = 0; j < PER_ITEM; j += 2) {
-    const F_T radius = sqrt((F_T)-2 * log((F_T)1 - u[j]));  // 1 - u in (0, 1]
-    F_T c, s;
-    cos_sin_turn(u[j + 1], &c, &s);
+    F_T radius, c, s;
+    box_muller(u[j], u[j + 1], &radius, &c, &s);
     if (first + j < n) STORE_OUT(out, out_offset + first + j, mean + std * radius * c);
     if (first + j + 1 < n) STORE_OUT(out, out_offset + first + j + 1, mean + std * radius * s);
   }
@@ -148,9 +150,8 @@ __kernel void log_normal(__global OUT_T* out, ulong out_offset, ulong n, ulong s
   DRAW_UNIFORMS(PER_ITEM)
 #pragma unroll
   for (int j = 0; j < PER_ITEM; j += 2) {
-    const F_T radius = sqrt((F_T)-2 * log((F_T)1 - u[j]));
-    F_T c, s;
-    cos_sin_turn(u[j + 1], &c, &s);
+    F_T radius, c, s;
+    box_muller(u[j], u[j + 1], &radius, &c, &s);
     if (first + j < n) STORE_OUT(out, out_offset + first + j, exp(mean + std * radius * c));
     if (first + j + 1 < n) STORE_OUT(out, out_offset + first + j + 1, exp(mean + std * radius * s));
   }
