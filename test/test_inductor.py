@@ -211,6 +211,16 @@ def test_reduction_lanes_forms():
         got, (code, *_) = run_and_get_code(torch.compile(columns, dynamic=False), y.to(DEV), c.to(DEV))
     assert_close(got, columns(y, c), rtol=1e-4, atol=1e-5)
     assert ("xblock" in code) == cpu_form
+    # A load the same for every output (a per-row scale, as layer norm's rstd in its weight gradient) does
+    # not keep a column reduction from the column lanes.
+    # (128 rows of 96: one kernel, not split in two stages.)
+    y, s = torch.randn(128, 96), torch.randn(128)
+    torch._dynamo.reset()
+    with native_only():
+        got, (code, *_) = run_and_get_code(torch.compile(lambda y, s: (y * s[:, None]).sum(0), dynamic=False),
+                                           y.to(DEV), s.to(DEV))
+    assert_close(got, (y * s[:, None]).sum(0), rtol=1e-4, atol=1e-5)
+    assert code.count("__kernel void") == 1 and ("xblock" in code) == cpu_form
 
 
 def test_reduction_lanes_dynamic_lengths_forms():

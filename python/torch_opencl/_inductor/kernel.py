@@ -17,7 +17,8 @@ class (runtime/kernel_forms.h) choosing the form of reductions:
   of dependent adds that the compiler may not reorder, so it stays scalar, math calls included
   (a row sum of exp over 512 floats: 3.0 ms per 1M elements one lane, 0.4 ms in 8).
 * CPU form, reductions whose loads are adjacent for adjacent outputs and not along the row (one
-  reduction loop, outputs a static multiple of LANES): the lanes are LANES adjacent outputs instead,
+  reduction loop, outputs a static multiple of LANES; a load the same for every output, as layer norm's
+  per-row rstd in its weight gradient, may step along the row): the lanes are LANES adjacent outputs instead,
   walked together row by row, so that the loads of a row are adjacent; one output at a time reads its
   column with a stride (a bias gradient, 1024 rows of 256: 0.35 ms a call, 0.07-0.1 ms in lanes).
 * GPU form, pointwise: one work-item per output element, bound-checked.
@@ -289,11 +290,13 @@ class OpenCLKernel(SIMDKernel):
         return step("x"), step("r0_")
 
     def _choose_lanes(self) -> None:
-        """Column lanes (see the module's note) where every load that moves along the row does so with
-        a stride and one at least is adjacent for adjacent outputs; row lanes otherwise."""
+        """Column lanes (see the module's note) where one load at least moves along the row and is adjacent
+        for adjacent outputs, and no load that differs between outputs is adjacent along the row; row lanes
+        otherwise. A load the same for every output (x step 0: layer norm's per-row mean and rstd in its
+        weight gradient) is one value for all lanes, so it does not count against the column form."""
         along_row = [(x, r) for x, r in self._loop_load_strides if r != 0]
-        self.form.column_lanes = (self.form.column_lanes and bool(along_row)
-                                  and all(r != 1 for _, r in along_row) and any(x == 1 for x, _ in along_row))
+        self.form.column_lanes = (self.form.column_lanes and any(x == 1 for x, _ in along_row)
+                                  and all(r != 1 for x, r in along_row if x != 0))
 
     def _store_line(self, name: str, index: sympy.Expr, value, mode=None) -> str:
         var = self.args.output(name)
