@@ -33,14 +33,14 @@ TOCL_INLINE C_T sigmoid_of(C_T x) { return (C_T)1 / ((C_T)1 + exp(-x)); }
 // erf in single precision without the library call: PoCL's erf is a scalar call that stops the
 // work-group vectoriser (24 ns an element, 20x exp). |x| < 0.921875: x + x R(x^2); otherwise
 // 1 - exp(Q(|x|)), Q a fit of log(erfc) with |x| clamped at 4 (beyond 3.92, erf rounds to 1). R and Q
-// are weighted minimax fits of our own (Lawson's iteration in double against mpmath's erf): within 1.4
+// are near-minimax fits of our own (scripts/fit_erf.py: Lawson's iteration against mpmath): within 1.4
 // ulp of erf in float arithmetic, with no division (the Numerical Recipes erfc this replaces was 2.7 ulp
 // and took a division). NaN takes the first branch, which keeps it. Double keeps the library's erf.
 TOCL_INLINE C_T erf_of(C_T x) {
   if (sizeof(C_T) != 4) return erf(x);
   const C_T a = fabs(x), s = x * x;
   const C_T r = (C_T)1.283791512e-01f + s * ((C_T)-3.761249483e-01f + s * ((C_T)1.128181741e-01f +
-                s * ((C_T)-2.676664107e-02f + s * ((C_T)4.993209150e-03f + s * (C_T)-5.990975769e-04f))));
+                s * ((C_T)-2.676664293e-02f + s * ((C_T)4.993211944e-03f + s * (C_T)-5.990987411e-04f))));
   const C_T t = fmin(a, (C_T)4);
   const C_T q = (C_T)-2.099110134e-04f + t * ((C_T)-1.127615452e+00f + t * ((C_T)-6.372857094e-01f +
                 t * ((C_T)-1.038389280e-01f + t * ((C_T)2.218140848e-02f + t * ((C_T)-3.031603526e-03f +
