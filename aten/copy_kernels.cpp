@@ -11,6 +11,7 @@
 #include "aten/kernel_support/opencl_tensor.h"
 #include "aten/kernel_support/tiled_geometry.h"
 #include "runtime/embedded_sources.h"
+#include "runtime/error.h"
 #include "runtime/kernel_forms.h"
 #include "runtime/memcpy.h"
 #include "runtime/program_cache.h"
@@ -70,11 +71,19 @@ bool device_copy(const at::Tensor& dst, const at::Tensor& src) {
   // The iterator may have moved the base pointers by reordering: use its data pointers.
   const tocl::Resolved d = tocl::resolve(iter.data_ptr(0));
   const tocl::Resolved s = tocl::resolve(iter.data_ptr(1));
-  cl_kernel k = tocl::get_kernel(copy_program(device, src.scalar_type(), dst.scalar_type(), launch.index64),
-                                 tiled_kernel_name("copy_strided", launch).c_str());
+  const auto& forms = tocl::kernel_forms(device);
+  const int steps = forms.copy_lines ? line_steps(iter) : -1;  // slices and expansions, in runs
+  cl_program program = copy_program(device, src.scalar_type(), dst.scalar_type(), launch.index64);
+  cl_kernel k = tocl::get_kernel(program, steps >= 0 ? "copy_lines" : tiled_kernel_name("copy_strided", launch).c_str());
   tocl::set_args(k, tocl::BufferArg{d.buffer, d.offset / dst.element_size()},
                  tocl::BufferArg{s.buffer, s.offset / src.element_size()});
-  enqueue_tiled(device, stream, k, 4, launch);
+  if (steps >= 0) {
+    const cl_int src_steps = steps;
+    TOCL_CHECK(clSetKernelArg(k, 8, sizeof(src_steps), &src_steps));
+    enqueue_lines(device, stream, k, 4, 5, launch, iter, static_cast<int64_t>(forms.copy_run));
+  } else {
+    enqueue_tiled(device, stream, k, 4, launch);
+  }
   return true;
 }
 

@@ -35,3 +35,31 @@ __kernel void copy_contiguous(__global DST_T* dst, ulong dst_offset,
   }
 FILL_STRIDED(fill_strided, TILED_OFFSETS)
 FILL_STRIDED(fill_strided_nd, TILED_OFFSETS_ND)
+
+// The lines form (kernel_forms' pointwise_lines, as pointwise.cl's pointwise_lines): where dst steps by one
+// element along dim 0 and src by one (a slice) or zero (an expansion), a work-item copies a run of up to
+// `run` elements of a line, the other dims' offsets worked out once per run; one loop per src step, so
+// that each vectorises (the tiles' strided offsets kept PoCL's loads and stores scalar: 9x a plain copy).
+__kernel void copy_lines(__global DST_T* dst, ulong dst_offset, __global const SRC_T* src, ulong src_offset,
+                         TiledGeometry g, long runs, long chunks, long run, int src_steps) {
+  const long r = get_global_id(0);
+  if (r >= runs) return;
+  IDX_T line = (IDX_T)(r / chunks);
+  const SIDX_T begin = (SIDX_T)(r % chunks) * (SIDX_T)run;
+  const SIDX_T len = min((SIDX_T)run, g.sizes[0] - begin);
+  SIDX_T o0 = begin, o1 = begin * g.strides[1][0];
+  for (int k = 1; k < g.ndim; ++k) {
+    const IDX_T size = (IDX_T)g.sizes[k];
+    const SIDX_T i = (SIDX_T)(line % size);
+    line /= size;
+    o0 += i * g.strides[0][k];
+    o1 += i * g.strides[1][k];
+  }
+  __global DST_T* d = dst + dst_offset + o0;
+  __global const SRC_T* s = src + src_offset + o1;
+  if (src_steps) {
+    for (SIDX_T j = 0; j < len; ++j) STORE_DST(d, j, LOAD_SRC(s, j));
+  } else {
+    for (SIDX_T j = 0; j < len; ++j) STORE_DST(d, j, LOAD_SRC(s, 0));
+  }
+}

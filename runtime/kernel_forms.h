@@ -72,7 +72,9 @@ struct KernelForms {
   // equal indices (deterministic, no atomics, parallel) rather than a work-item per row scanning all.
   bool sorted_segment_sums = false;
 
-  // ---- Copies that rearrange: cat, flip/roll/repeat, index_select (aten/native/shape_ops.cpp, indexing.cpp) ----
+  // ---- Copies that rearrange: cat, flip/roll/repeat, index_select (aten/native/shape_ops.cpp, indexing.cpp),
+  // and strided copies whose source steps by one or zero along the innermost dim (slices, expansions:
+  // aten/copy_kernels.cpp) ----
   // Line forms: a work-item copies a run of up to copy_run elements along the innermost dim and does the
   // other dims' index arithmetic once per run. CPUs need them (a division per dim per element dominated:
   // cat of two 1024x1024 floats took 20 ms on PoCL); GPUs keep a work-item per element, whose

@@ -1,5 +1,6 @@
 """Copies that rearrange, in both kernel classes (runtime/kernel_forms.h's copy_lines): cat, flip, roll,
-repeat and index_select. The CPU class copies runs along the innermost dim (at most copy_run = 4096
+repeat, index_select, and strided copies whose source steps by one or zero along the innermost dim
+(slices, expansions; copy_lines, other strides copy_strided). The CPU class copies runs along the innermost dim (at most copy_run = 4096
 elements each, so rows of 5000 take two runs); scripts/test.sh runs this file again with
 TORCH_OPENCL_KERNEL_CLASS=gpu, where a work-item copies one element. Shapes reach each branch: runs
 that cross cat's parts, more parts than one launch takes (8), strided and transposed inputs, flips and
@@ -120,3 +121,62 @@ def test_kernels_follow_the_class():
         assert {"cat_parts", "gather_nd", "index_select"} <= set(names)
     else:
         assert {"cat_lines", "gather_lines", "index_select_lines"} <= set(names)
+
+
+# A strided copy (dst <- src): (source, whether the CPU class copies it in runs: the source steps by one or
+# zero along the innermost dim of the copy, whose lines are at least 16 long).
+STRIDED_COPIES = {
+    "slice of rows": (lambda x: x[:, 3:260], True),
+    "row expanded": (lambda x: x[0].expand(40, 300), True),
+    "column expanded": (lambda x: x[:, :1].expand(40, 300), True),
+    "one element expanded": (lambda x: x[2:3, 7:8].expand(40, 300), True),
+    "expanded in a middle dim": (lambda x: x[:6].unsqueeze(1).expand(6, 5, 300), True),
+    "line longer than a run": (lambda x: x.reshape(2, 6000)[:, 1:5001].expand(3, 2, 5000), True),
+    "permuted outer dims": (lambda x: x.reshape(4, 10, 300).permute(1, 0, 2), True),
+    "seven dims": (lambda x: x.reshape(2, 2, 2, 5, 300)[:, :, :, 1:4, 10:].unsqueeze(2).unsqueeze(0)
+                   .expand(2, 2, 2, 3, 2, 3, 290), True),
+    "step two": (lambda x: x[:, ::2], False),
+    "transposed": (lambda x: x[:, :40].t(), False),
+    "short lines": (lambda x: x[:, 5:13], False),
+}
+
+
+@pytest.mark.parametrize("name", list(STRIDED_COPIES))
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_strided_copy(name, dtype):
+    view, runs = STRIDED_COPIES[name]
+    x = make((40, 300), dtype, 12)
+    x_dev = x.to(DEV)
+    with native_only(), launched_kernels() as names:
+        got = view(x_dev).contiguous()
+        torch.opencl.synchronize()
+    assert_same_as_cpu(got, view(x).contiguous(), rtol=0, atol=0)
+    assert ("copy_lines" in names) == (runs and not GPU), names
+
+
+@pytest.mark.parametrize("src_dtype,dst_dtype", [(torch.float32, torch.float16), (torch.int64, torch.float32),
+                                                 (torch.float32, torch.int32), (torch.float64, torch.bool),
+                                                 (torch.bool, torch.float32)])
+def test_strided_copy_converts(src_dtype, dst_dtype):
+    # The lines form converts as the strided kernel does (LOAD_SRC/STORE_DST): float to int truncates,
+    # anything nonzero is True, half rounds to nearest even.
+    x = make((40, 300), src_dtype, 13) * (100 if src_dtype.is_floating_point else 1)
+    for view in (lambda t: t[:, 3:260], lambda t: t[:1].expand(40, 300)):
+        want = torch.empty(view(x).shape, dtype=dst_dtype).copy_(view(x))
+        got = torch.empty(want.shape, dtype=dst_dtype, device=DEV)
+        with native_only():
+            got.copy_(view(x.to(DEV)))
+        assert_same_as_cpu(got, want, rtol=0, atol=0)
+
+
+def test_strided_copy_into_views():
+    # dst a slice of a larger tensor (its outer stride is not its line's length) at an offset, src a slice
+    # at another offset, and an in-place broadcast fill of a slice from a row.
+    x = make((40, 300), torch.float32, 14)
+    big, big_dev = torch.zeros(50, 320), torch.zeros(50, 320, device=DEV)
+    with native_only():
+        big_dev[5:45, 10:267].copy_(x.to(DEV)[:, 43:])
+        big_dev[:, 300:].copy_(x.to(DEV)[7, :20])
+    big[5:45, 10:267].copy_(x[:, 43:])
+    big[:, 300:].copy_(x[7, :20])
+    assert_same_as_cpu(big_dev, big, rtol=0, atol=0)

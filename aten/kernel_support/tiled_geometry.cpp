@@ -142,4 +142,28 @@ void enqueue_tiled(int device, int stream, cl_kernel k, cl_uint index, const Til
   tocl::enqueue_3d(device, stream, k, launch.global, local);
 }
 
+int line_steps(const at::TensorIteratorBase& iter, uint32_t skip) {
+  constexpr int64_t kMinLine = 16;
+  if (iter.ndim() < 1 || iter.shape()[0] < kMinLine || iter.strides(0)[0] != iter.element_size(0)) return -1;
+  int steps = 0;
+  for (int k = 0; k < iter.ninputs(); ++k) {
+    if (skip & (1u << k)) continue;
+    const int64_t stride = iter.strides(k + 1)[0];
+    if (stride == iter.element_size(k + 1)) steps |= 1 << k;
+    else if (stride != 0) return -1;
+  }
+  return steps;
+}
+
+void enqueue_lines(int device, int stream, cl_kernel k, cl_uint geometry_index, cl_uint runs_index,
+                   const TiledLaunch& launch, const at::TensorIteratorBase& iter, int64_t run) {
+  const int64_t line = iter.shape()[0];
+  const int64_t chunks = (line + run - 1) / run;
+  const int64_t runs = iter.numel() / line * chunks;
+  TOCL_CHECK(clSetKernelArg(k, geometry_index, launch.size, launch.bytes.data()));
+  const cl_long run_args[3] = {runs, chunks, run};
+  for (const cl_long& v : run_args) TOCL_CHECK(clSetKernelArg(k, runs_index++, sizeof(v), &v));
+  tocl::enqueue_1d(device, stream, k, runs);
+}
+
 }  // namespace torch_opencl

@@ -40,4 +40,17 @@ std::string tiled_source(int nops, bool index64);
 // Sets the geometry as argument `index` of k and enqueues the launch.
 void enqueue_tiled(int device, int stream, cl_kernel k, cl_uint index, const TiledLaunch& launch);
 
+// The lines form of the strided kernels (kernel_forms' pointwise_lines: pointwise_lines, copy_lines): where
+// the output steps by one element along iteration dim 0 and every input by one or zero, a work-item takes a
+// run of dim 0 instead of an element, so that its loop has fixed steps and vectorises. Returns the inputs
+// that step by one as bits (input 0 is bit 0), or -1 where the form does not apply: other steps, or lines
+// too short for a run to pay (the tiles serve those). Inputs whose bit is set in `skip` (host scalars,
+// passed by value) do not count.
+int line_steps(const at::TensorIteratorBase& iter, uint32_t skip = 0);
+
+// Sets the geometry as argument `geometry_index` of a lines kernel and (runs, chunks, run) as arguments
+// `runs_index` on, each line cut into runs of up to `run` elements, and enqueues one work-item per run.
+void enqueue_lines(int device, int stream, cl_kernel k, cl_uint geometry_index, cl_uint runs_index,
+                   const TiledLaunch& launch, const at::TensorIteratorBase& iter, int64_t run);
+
 }  // namespace torch_opencl

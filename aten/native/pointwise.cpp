@@ -215,23 +215,6 @@ bool contiguous_for_kernel(const at::TensorIteratorBase& iter, const std::array<
   return true;
 }
 
-// The lines form (kernel_forms' pointwise_lines): where the output steps by one element along iteration dim 0
-// and every tensor input by one or zero, runs of dim 0 instead of elements. Returns the inputs that step by
-// one as bits (kernels_cl/pointwise.cl's `steps`), or -1 where the form does not apply: other steps, or lines
-// too short for a run to pay (the strided kernel's tiles serve those).
-int line_steps(const at::TensorIteratorBase& iter, const std::array<bool, kMaxInputs>& scalar_inputs) {
-  constexpr int64_t kMinLine = 16;
-  if (iter.ndim() < 1 || iter.shape()[0] < kMinLine || iter.strides(0)[0] != iter.element_size(0)) return -1;
-  int steps = 0;
-  for (int k = 0; k < iter.ninputs(); ++k) {
-    if (scalar_inputs[k]) continue;
-    const int64_t stride = iter.strides(k + 1)[0];
-    if (stride == iter.element_size(k + 1)) steps |= 1 << k;
-    else if (stride != 0) return -1;
-  }
-  return steps;
-}
-
 }  // namespace
 
 c10::Scalar stored_scalar(const c10::Scalar& s, c10::ScalarType dtype) {
@@ -280,7 +263,9 @@ void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std:
     for (int k = 0; k < nin; ++k)
       if (!scalar_inputs[k] && iter.dtype(k + 1) != common) rounding |= (common == c10::kHalf ? 1u : 2u) << (2 * k);
   const auto& forms = tocl::kernel_forms(device);
-  const int steps = !contiguous && forms.pointwise_lines ? line_steps(iter, scalar_inputs) : -1;
+  uint32_t scalar_bits = 0;
+  for (int k = 0; k < nin; ++k) scalar_bits |= static_cast<uint32_t>(scalar_inputs[k]) << k;
+  const int steps = !contiguous && forms.pointwise_lines ? line_steps(iter, scalar_bits) : -1;
   const bool lines = steps >= 0;
   cl_program program = program_for(device, iter, expr, compute, scalar_inputs, static_cast<int>(scalars.size()),
                                    index64, rounding, lines);
@@ -304,15 +289,10 @@ void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std:
   if (contiguous) {
     tocl::enqueue_1d(device, tocl::current_stream(device), k, numel, forms.elementwise_group);
   } else if (lines) {
-    const int64_t line = iter.shape()[0], run = static_cast<int64_t>(forms.copy_run);
-    const int64_t chunks = (line + run - 1) / run;
-    const int64_t runs = numel / line * chunks;
-    TOCL_CHECK(clSetKernelArg(k, geometry_index, launch.size, launch.bytes.data()));
-    const cl_long run_args[3] = {runs, chunks, run};
-    for (const cl_long& v : run_args) TOCL_CHECK(clSetKernelArg(k, index++, sizeof(v), &v));
-    const cl_int step_bits = steps;
-    TOCL_CHECK(clSetKernelArg(k, index++, sizeof(step_bits), &step_bits));
-    tocl::enqueue_1d(device, tocl::current_stream(device), k, runs);
+    const cl_int step_bits = steps;  // after the scalars and the three run arguments
+    TOCL_CHECK(clSetKernelArg(k, index + 3, sizeof(step_bits), &step_bits));
+    enqueue_lines(device, tocl::current_stream(device), k, geometry_index, index, launch, iter,
+                  static_cast<int64_t>(forms.copy_run));
   } else {
     enqueue_tiled(device, tocl::current_stream(device), k, geometry_index, launch);
   }
