@@ -299,12 +299,18 @@ def test_main_reports_the_setup(outcomes):
     for field in ("vendor:", "driver:", "OpenCL C version:", "global memory:", "max allocation:",
                   "compute units:", "fp64:", "fp16:"):
         assert field in out, field
-    import torch
-    from torch_opencl.__main__ import _bytes
+    import re
 
-    props = torch.opencl.get_device_properties(0)  # what this device reports, in the report's units
-    assert f"max allocation:    {_bytes(props.max_alloc_size)}" in out
-    assert f"global memory:     {_bytes(props.total_memory)}" in out
+    import torch
+
+    # What this device reports, as the report gives it. PoCL's CPU device sizes its global memory (and the
+    # max allocation, a quarter of it) from the memory free when the process starts, so the report's child
+    # process may see other figures than this one on a busy machine: within a fifth of ours, in GiB.
+    props = torch.opencl.get_device_properties(0)
+    for label, ours in (("max allocation:", props.max_alloc_size), ("global memory:", props.total_memory)):
+        reported = re.search(re.escape(label) + r"\s+([\d.]+) GiB", out)
+        assert reported, f"{label} not in GiB in {out!r}"
+        assert abs(float(reported.group(1)) * 2**30 - ours) <= 0.2 * ours, (label, reported.group(0), ours)
     assert "fp16:              no" in out and "fp64:              yes" in out
     assert "Program cache:  " in out and "disabled" not in out
     assert "CLBlast:" in out and "unknown" not in out.split("CLBlast:")[1].splitlines()[0]
