@@ -72,6 +72,8 @@ def test_flip_roll_repeat(dtype):
     check(lambda t: t.roll((1, 4999), (0, 1)), x)
     check(lambda t: t[:, :70].repeat(2, 3), x)   # the innermost dim repeated: its source wraps twice
     check(lambda t: t[:, 0].repeat(5, 1), x)
+    check(lambda t: t[:, :1].repeat(1, 50), x)   # pieces of one element
+    check(lambda t: t[:, :3].repeat(1, 40).roll(5, 1), x)
 
 
 def test_flip_roll_of_views():
