@@ -29,29 +29,6 @@ __kernel void index_select_lines(__global T_T* out, ulong out_offset, __global c
   for (long i = lo; i < hi; ++i) STORE_T(dst, i, LOAD_T(src, i));
 }
 
-// grad_weight (V, D) row v = sum over n with indices[n] == v of grad (N, D) row n. One work-item
-// owns one row: it scans the indices once, in order (deterministic, no atomics), and adds each
-// matching grad row into its own output row. Divided by the count of v when scale_by_freq; zero
-// for v == padding_idx.
-__kernel void embedding_backward(__global T_T* grad_weight, ulong gw_offset, __global const T_T* grad,
-                                 ulong grad_offset, __global const I_T* indices, ulong idx_offset, long N, long V,
-                                 long D, long padding_idx, int scale_by_freq) {
-  const long v = get_global_id(0);
-  if (v >= V) return;
-  const long row = gw_offset + v * D;
-  for (long j = 0; j < D; ++j) STORE_T(grad_weight, row + j, 0);
-  if (v == padding_idx) return;
-  long count = 0;
-  for (long n = 0; n < N; ++n) {
-    if ((long)indices[idx_offset + n] != v) continue;
-    ++count;
-    for (long j = 0; j < D; ++j)
-      STORE_T(grad_weight, row + j, (ACC)LOAD_T(grad_weight, row + j) + (ACC)LOAD_T(grad, grad_offset + n * D + j));
-  }
-  if (scale_by_freq && count > 1)
-    for (long j = 0; j < D; ++j) STORE_T(grad_weight, row + j, (ACC)LOAD_T(grad_weight, row + j) / (ACC)count);
-}
-
 // Batches of (R, C) matrices: keep [r, c] where c - r <= k (lower) or c - r >= k (upper), else 0.
 __kernel void triangle(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset, long total,
                        long R, long C, long k, int lower) {

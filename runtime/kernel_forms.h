@@ -69,7 +69,8 @@ struct KernelForms {
   size_t reduce_fill_groups = 64;  // groups a reduction (or scan) aims for so that all compute units work
   bool scan_parallel = false;      // a work-group per line (or chunk of one) with a local-memory scan
   // embedding backward and index_add: stable sort of the indices, then segmented sums of each run of
-  // equal indices (deterministic, no atomics, parallel) rather than a work-item per row scanning all.
+  // equal indices (deterministic, no atomics, parallel); off (CPU form): where the sums are added without
+  // scale_by_freq, a work-item per group of columns walking the indices in order (segment_column_walk).
   bool sorted_segment_sums = false;
 
   // ---- Copies that rearrange: cat, flip/roll/repeat, index_select (aten/native/shape_ops.cpp, indexing.cpp),

@@ -296,9 +296,12 @@ def test_embedding_backward_is_deterministic_and_follows_the_kernel_class():
     assert torch.equal(run().cpu(), run().cpu())
     seen = kernels_run(run)
     if GPU:
-        assert {"segment_chunk_sums", "segment_chunk_joins"} <= seen and "embedding_backward" not in seen, seen
+        assert {"segment_chunk_sums", "segment_chunk_joins"} <= seen and "segment_column_walk" not in seen, seen
     else:
-        assert "embedding_backward" in seen, seen
+        assert "segment_column_walk" in seen and "segment_chunk_sums" not in seen, seen
+    # With scale_grad_by_freq the CPU form sorts too (it divides each row's sum by its count).
+    seen = kernels_run(lambda: torch.ops.aten.embedding_dense_backward(g, idx, 30, -1, True))
+    assert "segment_chunk_sums" in seen and "segment_column_walk" not in seen, seen
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])
@@ -315,6 +318,24 @@ def test_index_add(dtype, dim):
     src = (torch.randn(src_shape) * 10).to(dtype)
     alpha = 3 if dtype == torch.int64 else 0.5
     check(lambda s: s[0].index_add(dim, s[1], s[2], alpha=alpha), _Tuple((self, index, src)), rtol=1e-5, atol=1e-4)
+
+
+def test_index_add_walks_the_index_in_order_on_the_cpu_class():
+    """The CPU form adds source rows in the index's order, as CPU does: the same bits for floats (columns
+    past a work-item's 64, a strided source, an index out of order with repeats, rows never hit)."""
+    torch.manual_seed(13)
+    self, src = torch.randn(300, 200), torch.randn(1000, 200) * 100
+    index = torch.randint(0, 250, (1000,))
+    want = self.index_add(0, index, src)
+    with native_only():
+        got = self.to(DEV).index_add(0, index.to(DEV), src.to(DEV))
+        seen = kernels_run(lambda: self.to(DEV).index_add(0, index.to(DEV), src.to(DEV)))
+        strided = self.t().to(DEV).index_add(1, index.to(DEV), src.t().to(DEV))
+    assert ("segment_column_walk" in seen) == (not GPU), seen
+    if not GPU:
+        assert torch.equal(got.cpu(), want)
+    assert_same_as_cpu(got, want, rtol=1e-5, atol=1e-4)
+    assert_same_as_cpu(strided, self.t().index_add(1, index, src.t()), rtol=1e-5, atol=1e-4)
 
 
 def test_index_add_strided_self_and_source():
@@ -358,7 +379,7 @@ def test_x_colon_idx_accumulate():
     check(fn, _Tuple((x, idx, v)), rtol=1e-5, atol=1e-4)
 
 
-def test_deterministic_mode_uses_segmented_sums_in_either_class():
+def test_deterministic_mode_uses_segment_sums_in_either_class():
     torch.manual_seed(14)
     x = torch.zeros(10, 8, device=DEV)
     idx = torch.randint(0, 10, (500,), device=DEV)
@@ -372,7 +393,9 @@ def test_deterministic_mode_uses_segmented_sums_in_either_class():
         r2 = x.index_put((idx,), v, accumulate=True).cpu()
     finally:
         torch.use_deterministic_algorithms(before)
-    assert "segment_chunk_sums" in a and "segment_chunk_sums" in b, (a, b)
+    # Sorted segment sums in the GPU class, the CPU form's walk over the index in order in the CPU class.
+    form = "segment_chunk_sums" if GPU else "segment_column_walk"
+    assert form in a and form in b, (a, b)
     assert torch.equal(r1, r2)
     torch.testing.assert_close(r1, torch.zeros(10, 8).index_put((idx.cpu(),), v.cpu(), accumulate=True),
                                rtol=1e-5, atol=1e-5)

@@ -18,7 +18,6 @@
 #include "aten/kernel_support/opencl_tensor.h"
 #include "aten/native/index_bounds.h"
 #include "aten/native/segment_sum.h"
-#include "runtime/kernel_forms.h"
 #include "aten/kernel_support/structured.h"
 
 namespace torch_opencl {
@@ -61,11 +60,9 @@ void index_add_into(const Tensor& out, int64_t dim, const Tensor& index_in, cons
   if (!(alpha.isIntegral(true) && alpha.to<int64_t>() == 1) && !(alpha.isFloatingPoint() && alpha.to<double>() == 1))
     values = values.mul(alpha);
   values = values.to(target.scalar_type());
-  // Sorted segmented sums where the kernel forms want them, and wherever the order of the additions
-  // must not vary (index_put_'s atomics add in any order).
-  if ((tocl::kernel_forms(device_index(target)).sorted_segment_sums ||
-       at::globalContext().deterministicAlgorithms()) &&
-      segment_sums_serve(target, values, dim)) {
+  // Segment sums (aten/native/segment_sum.h), deterministic in both kernel classes, wherever they serve the
+  // operands; index_put_'s atomics (which add in any order) otherwise.
+  if (segment_sums_serve(target, values, dim)) {
     segment_sums_into(target, dim, index, values, /*accumulate=*/true);
     return;
   }

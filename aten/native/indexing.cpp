@@ -106,19 +106,12 @@ Tensor embedding_dense_backward(const Tensor& grad_output, const Tensor& indices
            " rows";
   });
   record_out_of_range(idx, 0, num_weights, std::nullopt, site);
-  if (tocl::kernel_forms(device_index(grad)).sorted_segment_sums) {
-    // Sorted indices and segmented sums: parallel over runs and columns, deterministic.
-    grad_weight.zero_();
-    if (idx.numel() > 0)
-      segment_sums_into(grad_weight, 0, idx, grad.view({idx.numel(), D}), /*accumulate=*/false, padding_idx,
-                        scale_grad_by_freq);
-    return grad_weight;
-  }
-  cl_kernel k = dtype_kernel(grad, "indexing.cl", "embedding_backward", idx.scalar_type());
-  tocl::set_args(k, buffer_arg(grad_weight), buffer_arg(grad.numel() ? grad : grad_weight),
-                 buffer_arg(idx.numel() ? idx : grad_weight), L(idx.numel()), L(num_weights), L(D), L(padding_idx),
-                 static_cast<cl_int>(scale_grad_by_freq));
-  tocl::enqueue_1d(device_index(grad), current_stream_of(grad), k, num_weights);
+  // Segment sums (aten/native/segment_sum.h), deterministic: the rows of each index summed in order. Added
+  // to zeros, which is a store, and which the CPU form's walk over the indices takes (without scale_by_freq).
+  grad_weight.zero_();
+  if (idx.numel() > 0)
+    segment_sums_into(grad_weight, 0, idx, grad.view({idx.numel(), D}), /*accumulate=*/true, padding_idx,
+                      scale_grad_by_freq);
   return grad_weight;
 }
 

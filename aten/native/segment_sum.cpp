@@ -7,11 +7,13 @@
 #include "aten/kernel_support/cl_types.h"
 #include "aten/kernel_support/kernel_program.h"
 #include "aten/kernel_support/opencl_tensor.h"
+#include "runtime/kernel_forms.h"
 
 namespace torch_opencl {
 namespace {
 
 constexpr int64_t kChunk = 32;  // sorted positions per chunk: the serial part of each work-item
+constexpr int64_t kColumnWidth = 64;  // the CPU form's columns per work-item: four AVX-512 vectors of floats
 
 // Laid out as `Segments` in kernels_cl/segment_sum.cl.
 struct Segments {
@@ -64,6 +66,19 @@ void segment_sums_into(const at::Tensor& target, int64_t dim, const at::Tensor& 
   const int64_t N = index.numel();
   const int64_t C = t.outer * t.inner;
   if (N == 0 || C == 0) return;
+  const int device = device_index(target);
+  const int stream = current_stream_of(target);
+  if (!tocl::kernel_forms(device).sorted_segment_sums && accumulate && !scale_by_freq) {
+    // The CPU form: each work-item walks the index in order over its own columns (segment_column_walk).
+    const at::Tensor keys = index.reshape({-1}).contiguous();
+    const Segments g{N, C, t.inner, kChunk, target.stride(dim), t.outer_stride, t.inner_stride, source.stride(dim),
+                     s.outer_stride, s.inner_stride, skip, 1, 0, target.size(dim)};
+    const int64_t per_outer = (t.inner + kColumnWidth - 1) / kColumnWidth;
+    cl_kernel walk = dtype_kernel(target, "segment_sum.cl", "segment_column_walk", keys.scalar_type());
+    tocl::set_args(walk, buffer_arg(target), buffer_arg(source), buffer_arg(keys), static_cast<cl_long>(kColumnWidth), g);
+    tocl::enqueue_1d(device, stream, walk, t.outer * per_outer);
+    return;
+  }
   // Stable: the positions of one index keep their order, so each sum runs in the order of n.
   const auto [keys, perm] = at::sort(index.reshape({-1}), /*stable=*/true, 0, /*descending=*/false);
   const int64_t nchunks = (N + kChunk - 1) / kChunk;
@@ -72,8 +87,6 @@ void segment_sums_into(const at::Tensor& target, int64_t dim, const at::Tensor& 
                    target.size(dim)};
   const at::Tensor partial =
       nchunks > 1 ? at::empty({2 * nchunks * C}, target.options().dtype(compute_dtype(target.scalar_type()))) : target;
-  const int device = device_index(target);
-  const int stream = current_stream_of(target);
   cl_kernel sums = dtype_kernel(target, "segment_sum.cl", "segment_chunk_sums", keys.scalar_type());
   tocl::set_args(sums, buffer_arg(target), buffer_arg(source), buffer_arg(keys), buffer_arg(perm), buffer_arg(partial),
                  static_cast<cl_long>(nchunks), g);

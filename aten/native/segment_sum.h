@@ -1,7 +1,8 @@
 #pragma once
-// Sums of source slices grouped by an index along one dim, by a stable sort of the index and
-// segmented sums of its runs (kernels_cl/segment_sum.cl): parallel, deterministic, no atomics. The
-// GPU form of embedding_dense_backward and index_add (runtime/kernel_forms.h: sorted_segment_sums).
+// Sums of source slices grouped by an index along one dim (kernels_cl/segment_sum.cl), deterministic and
+// without atomics: embedding_dense_backward and index_add. The GPU form (runtime/kernel_forms.h:
+// sorted_segment_sums) sorts the index stably and sums its runs in parallel; the CPU form, where it
+// accumulates without scale_by_freq, walks the index in order with a work-item per group of columns.
 #include <ATen/core/Tensor.h>
 
 namespace torch_opencl {
