@@ -89,7 +89,9 @@ def test_index_select_rows(dtype):
     x = make((50, 5000), dtype, 7)
     idx = torch.tensor([3, 0, 49, 3, 17])
     check(lambda t, i: t.index_select(0, i), x, idx)
-    check(lambda t, i: t.index_select(1, i), x, idx)  # inner 1: the per-element kernel
+    check(lambda t, i: t.index_select(1, i), x, idx)  # inner 1: index_select_columns (CPU), per element (GPU)
+    long_index = torch.randint(0, 5000, (4500,), generator=torch.Generator().manual_seed(1))
+    check(lambda t, i: t.index_select(1, i), x, long_index)  # rows of 4500 selected: two runs each
     y = make((4, 6, 9), dtype, 8)
     check(lambda t, i: t.index_select(1, i), y, torch.tensor([5, 0, 5]))
     check(lambda t, i: t.index_select(0, i), y, torch.tensor([2, 2], dtype=torch.int32))
@@ -118,11 +120,12 @@ def test_kernels_follow_the_class():
         torch.cat([x, x], 1)
         x.flip(1)
         x.index_select(0, torch.tensor([1, 0], device=DEV))
+        x.index_select(1, torch.tensor([1, 0, 4999], device=DEV))
         torch.opencl.synchronize()
     if GPU:
         assert {"cat_parts", "gather_nd", "index_select"} <= set(names)
     else:
-        assert {"cat_lines", "gather_lines", "index_select_lines"} <= set(names)
+        assert {"cat_lines", "gather_lines", "index_select_lines", "index_select_columns"} <= set(names)
 
 
 # A strided copy (dst <- src): (source, whether the CPU class copies it in runs: the source steps by one or
@@ -182,3 +185,31 @@ def test_strided_copy_into_views():
     big[5:45, 10:267].copy_(x[:, 43:])
     big[:, 300:].copy_(x[7, :20])
     assert_same_as_cpu(big_dev, big, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("shape,dim", [((3, 700), 1), ((50, 7), 1), ((6, 5, 300), 0), ((1,), 0), ((4, 1, 9), 2)])
+def test_gather_scatter_in_runs_across_lines(shape, dim):
+    # scatter_gather.cl walks a work-item's positions (256 in the CPU class, 16 in the GPU class) in pieces
+    # along the innermost dim: lines longer, shorter and not a multiple of a run, one element, size-1 dims.
+    g = torch.Generator().manual_seed(sum(shape))
+    x = torch.randn(shape, generator=g)
+    index = torch.randint(0, shape[dim], shape, generator=g)
+    check(lambda t, i: t.gather(dim, i), x, index)
+    with native_only():  # atomic adds, in any order: within float rounding, not to the bit
+        got = torch.zeros_like(x).to(DEV).scatter_add(dim, index.to(DEV), x.to(DEV))
+    assert_same_as_cpu(got, torch.zeros_like(x).scatter_add(dim, index, x), rtol=1e-5, atol=1e-5)
+    check(lambda t, i: t.scatter(dim, i, 2.5), x, index)
+
+
+def test_gather_index_expanded_is_checked_once_with_cpus_error():
+    # An expanded index is bounds-checked over the elements it holds (not once per repeat), with CPU's message.
+    x = torch.randn(64, 100)
+    index = torch.randint(0, 100, (100,))[None].expand(64, -1)
+    check(lambda t, i: t.gather(1, i), x, index)
+    bad = index.clone()
+    bad[0, 37] = 100
+    with pytest.raises(RuntimeError, match="index 100 is out of bounds for dimension 1 with size 100"):
+        x.gather(1, bad[:1].expand(64, -1))
+    with pytest.raises(RuntimeError, match="index 100 is out of bounds for dimension 1 with size 100"):
+        x.to(DEV).gather(1, bad[:1].to(DEV).expand(64, -1))
+    assert torch.equal(x.to(DEV).gather(1, index.to(DEV)).cpu(), x.gather(1, index))  # the device still works

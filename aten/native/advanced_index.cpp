@@ -149,7 +149,7 @@ void index_into(const IndexPlan& plan, const Tensor& out) {
   const Tensor& indices = plan.stacked.defined() ? plan.stacked : out;  // unread when nothing is indexed
   tocl::set_args(k, buffer_arg(out), buffer_arg(plan.self), buffer_arg(indices), static_cast<cl_long>(total), g,
                  plan.indexed);
-  tocl::enqueue_1d(device_index(out), current_stream_of(out), k, work_items(total));
+  tocl::enqueue_1d(device_index(out), current_stream_of(out), k, work_items(total, device_index(out)));
 }
 
 Tensor index(const Tensor& self, const IndexList& indices) {

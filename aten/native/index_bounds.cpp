@@ -21,10 +21,25 @@ struct IndexUnderCheck {
   cl_program program;
 };
 
+// The elements `index` holds, without an expansion's repeats: a dim of stride 0 taken once. The values, and
+// the first of them out of range, are the same (an expansion's first bad element sits at position 0 of every
+// expanded dim); gather's index expanded over 1024 rows was checked (and first copied) 1024 times.
+at::Tensor distinct_elements(const at::Tensor& index) {
+  auto sizes = index.sizes().vec();
+  bool expanded = false;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (index.stride(d) == 0 && sizes[d] > 1) {
+      sizes[d] = 1;
+      expanded = true;
+    }
+  }
+  return expanded ? index.as_strided(sizes, index.strides(), index.storage_offset()) : index;
+}
+
 IndexUnderCheck under_check(const at::Tensor& index) {
   TORCH_CHECK(at::isIntegralType(index.scalar_type(), /*includeBool=*/false), "expected an integer index tensor, got ",
               index.scalar_type());
-  auto idx = index.contiguous();
+  auto idx = distinct_elements(index).contiguous();
   const int device = device_index(idx);
   const cl_program program = dtype_program(device, "index_bounds.cl", at::kLong, idx.scalar_type());
   return {std::move(idx), device, current_stream_of(index), program};

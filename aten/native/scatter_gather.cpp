@@ -50,7 +50,7 @@ void gather_kernel(const Tensor& result, const Tensor& self_in, int64_t dim, con
   cl_kernel k = scatter_gather_kernel(self, "gather", index.scalar_type());
   tocl::set_args(k, buffer_arg(out), buffer_arg(self), buffer_arg(index), static_cast<cl_long>(index.numel()), g,
                  static_cast<cl_long>(self.stride(dim)));
-  tocl::enqueue_1d(device_index(self), current_stream_of(self), k, work_items(index.numel()));
+  tocl::enqueue_1d(device_index(self), current_stream_of(self), k, work_items(index.numel(), device_index(self)));
 }
 
 // self[..., index[i], ...] (update)= src[i] over the index's shape; `src` is either a tensor at least

@@ -11,6 +11,7 @@
 #include "aten/kernel_support/opencl_tensor.h"
 #include "runtime/device.h"
 #include "runtime/embedded_sources.h"
+#include "runtime/kernel_forms.h"
 #include "runtime/program_cache.h"
 
 namespace torch_opencl {
@@ -48,6 +49,8 @@ Geometry make_geometry(at::IntArrayRef sizes, const std::array<std::vector<int64
   return g;
 }
 
+int64_t positions_per_item(int device) { return tocl::kernel_forms(device).copy_lines ? 256 : 16; }
+
 namespace {
 
 bool has_int64_atomics(int device) { return tocl::device_info(device).has_extension("cl_khr_int64_base_atomics"); }
@@ -62,7 +65,8 @@ cl_program scatter_program(int device, c10::ScalarType type, c10::ScalarType ind
         program_prelude({type}) + operand_defines("T", type) + operand_defines("I", index_type) + "#define ACC " +
         storage_type(compute_dtype(type)) + "\n" +
         (at::isFloatingType(type) ? "#define ACC_ISNAN(x) isnan(x)\n" : "#define ACC_ISNAN(x) 0\n") +
-        "#define T_SIZE " + std::to_string(c10::elementSize(type)) + "\n" +
+        "#define T_SIZE " + std::to_string(c10::elementSize(type)) + "\n#define RUN " +
+        std::to_string(positions_per_item(device)) + "\n" +
         (has_int64_atomics(device) ? "#define TOCL_INT64_ATOMICS 1\n" : "") + tocl::embedded_sources().at("scatter_gather.cl");
     program = tocl::get_program(device, source);
   }
@@ -86,7 +90,7 @@ void enqueue_update(const at::Tensor& like, cl_kernel kernel, cl_uint first_upda
   if (serial)
     tocl::enqueue_1d(device, current_stream_of(like), kernel, 1, 1);
   else
-    tocl::enqueue_1d(device, current_stream_of(like), kernel, work_items(total));
+    tocl::enqueue_1d(device, current_stream_of(like), kernel, work_items(total, device));
 }
 
 }  // namespace torch_opencl

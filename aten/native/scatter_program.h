@@ -15,10 +15,15 @@ enum class Update : cl_int { Assign = 0, Add = 1, Mul = 2, Max = 3, Min = 4 };
 
 constexpr int kGeometryDims = 8;   // MAX_DIMS in the kernel source
 constexpr int kMaxIndices = 8;     // MAX_INDICES
-constexpr int64_t kRun = 16;       // RUN: positions per work-item and turn
+// RUN, the positions a work-item walks per turn, on `device`: 16 in the GPU form; 256 in the CPU form, whose
+// work-items pay cursor_at's divisions once per run (16 left a gather at 10x CPU's time on PoCL).
+int64_t positions_per_item(int device);
 
-// The work-items a kernel of the file takes for `total` positions.
-inline size_t work_items(int64_t total) { return static_cast<size_t>((total + kRun - 1) / kRun); }
+// The work-items a kernel of the file takes for `total` positions on `device`.
+inline size_t work_items(int64_t total, int device) {
+  const int64_t run = positions_per_item(device);
+  return static_cast<size_t>((total + run - 1) / run);
+}
 
 // Laid out as `Geometry` in the kernel source (passed by value).
 struct Geometry {
