@@ -206,6 +206,14 @@ inline long indexed_offset(const Indexed* ix, __global const I_T* indices, ulong
 // 2 = row 0 of the stacked indices. out[o0] = self[o1 + indexed offset].
 __kernel void index_gather(__global T_T* out, ulong out_offset, __global const T_T* self, ulong self_offset,
                            __global const I_T* indices, ulong indices_offset, long total, Geometry g, Indexed ix) {
+  if (ix.count == 1) {  // one index tensor (x[:, i]): no loop over them in the loop over positions
+    const long size = ix.sizes[0], stride = ix.strides[0];
+    FOR_EACH_POSITION(g, total, {
+      const long v = (long)indices[indices_offset + c.o[2]];
+      STORE_T(out, out_offset + c.o[0], LOAD_T(self, self_offset + c.o[1] + (v < 0 ? v + size : v) * stride));
+    })
+    return;
+  }
   FOR_EACH_POSITION(g, total, {
     const long k = indexed_offset(&ix, indices, indices_offset + c.o[2]);
     STORE_T(out, out_offset + c.o[0], LOAD_T(self, self_offset + c.o[1] + k));
