@@ -44,6 +44,22 @@ def test_softmax_matches_cpu(fn, dtype, shape, dim):
     check_grad(lambda t: fn(t, dim), [x])
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("fn", [F.softmax, F.log_softmax])
+def test_softmax_over_a_dim_with_columns_after_it(fn, dtype):
+    # Columns after the dim (inner > 1): the CPU form's work-items take 16 adjacent columns of one outer
+    # index, whole blocks and a partial one (37 = 16 + 16 + 5), with NaN, inf and a column of -inf only.
+    x = torch.randn(3, 50, 37, dtype=dtype, generator=torch.Generator().manual_seed(2)) * 4
+    check_grad(lambda t: fn(t, 1), [x])
+    check_grad(lambda t: fn(t, 0), [x[:, :, :20]])
+    x[1, 7, 3] = float("nan")
+    x[0, 5, 36] = float("inf")
+    x[2, :, 20] = float("-inf")
+    with native_only():
+        torch.testing.assert_close(fn(x.to(DEV), 1).cpu(), fn(x, 1), equal_nan=True)
+        torch.testing.assert_close(torch._safe_softmax(x.to(DEV), 1).cpu(), torch._safe_softmax(x, 1), equal_nan=True)
+
+
 @pytest.mark.parametrize("fn", [F.softmax, F.log_softmax])
 def test_softmax_non_contiguous_and_out(fn):
     x = torch.randn(6, 5, 4)

@@ -2,7 +2,7 @@
 // check arguments and shape the output as on CPU; the kernels run over a contiguous
 // (outer, dim, inner) view. CPU forms (kernels_cl/softmax.cl): one work-item per row in
 // 16-element vectors (inner == 1), one work-group per row when there are too few rows to
-// share the compute units, one work-item per row on adjacent columns (inner > 1). GPU forms
+// share the compute units, one work-item per 16 adjacent columns (inner > 1). GPU forms
 // (kernels_cl/softmax_gpu.cl, where runtime/kernel_forms.h says row_gpu_forms): segments of a
 // work-group per row or column, coalesced, the line kept in registers.
 #include <ATen/ATen.h>
@@ -50,7 +50,10 @@ RowLaunch plan(const RowGeometry& g, int device) {
   const auto rounded = [&](const char* suffix, int64_t local) {
     return RowLaunch{suffix, static_cast<size_t>((g.rows + local - 1) / local * local), static_cast<size_t>(local)};
   };
-  if (g.inner > 1) return rounded("_columns", 64);
+  if (g.inner > 1) {  // a work-item per 16 adjacent columns (COLUMN_LANES in kernels_cl/softmax.cl)
+    const int64_t items = g.rows / g.inner * ((g.inner + 15) / 16);
+    return {"_columns", static_cast<size_t>((items + 7) / 8 * 8), 8};
+  }
   // Too few rows to keep the compute units busy one item per row: a work-group per row.
   if (g.rows < 8 * units) return {"_rows_group", static_cast<size_t>(g.rows) * row_group(device), row_group(device)};
   // Groups of up to 64 rows, about 4 groups per compute unit at least.
