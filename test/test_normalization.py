@@ -98,7 +98,9 @@ def test_group_norm_bad_groups_raises():
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("shape", [(3, 6, 4, 5), (8, 6), (4, 6, 7)])
+# Planes (S per channel and sample) shorter than, not a multiple of and longer than the CPU form's 8 lanes and
+# 4096-element runs; more samples than a work-group's items (N = 70), each taking planes in turn; one sample.
+@pytest.mark.parametrize("shape", [(3, 6, 4, 5), (8, 6), (4, 6, 7), (70, 6, 3), (1, 6, 5000), (2, 6, 64, 65)])
 @pytest.mark.parametrize("training", [True, False])
 def test_batch_norm_matches_cpu(dtype, shape, training):
     x = data(*shape, dtype=dtype)

@@ -322,6 +322,13 @@ ChannelBlocks channel_blocks(const Channels& g, int device) {
 
 // The launch of the *_planes kernels: groups of whole planes where a plane fits a group, else
 // group-wide spans of a plane.
+// The CPU forms of bn_apply and bn_backward_apply (kernels_cl/normalization.cl): a work-item per run of at
+// most BN_RUN elements of a plane.
+size_t cpu_plane_runs(const Channels& g) {
+  constexpr int64_t kRun = 4096;  // BN_RUN
+  return static_cast<size_t>(g.N * g.C * ((g.S + kRun - 1) / kRun));
+}
+
 size_t planes_global(const Channels& g, int device) {
   const auto wg = static_cast<int64_t>(row_group(device));
   const int64_t planes = g.N * g.C;
@@ -432,12 +439,12 @@ Tensor3 native_batch_norm(const Tensor& input, const OptTensor& weight_, const O
     cl_kernel k = dtype_kernel(x, planes ? "normalization_gpu.cl" : "normalization.cl", planes ? "bn_apply_planes" : "bn_apply");
     tocl::set_args(k, buffer_arg(out), buffer_arg(x), buffer_arg(mean), buffer_arg(scale), I(!training),
                    arg_or(weight, x), arg_or(bias, x), I(weight.defined()), I(bias.defined()),
-                   L(planes ? g.N * g.C : x.numel()), L(g.C), L(g.S));
+                   L(g.N * g.C), L(g.C), L(g.S));
     set_acc_arg(k, 18, x, eps);
     if (planes)
       tocl::enqueue_1d(device, stream, k, planes_global(g, device), row_group(device));
     else
-      tocl::enqueue_1d(device, stream, k, x.numel());
+      tocl::enqueue_1d(device, stream, k, cpu_plane_runs(g));
   }
   return {out, save_mean, save_invstd};
 }
@@ -488,12 +495,12 @@ Tensor3 native_batch_norm_backward(const Tensor& grad_out, const Tensor& input, 
                                planes ? "bn_backward_apply_planes" : "bn_backward_apply");
     tocl::set_args(k, buffer_arg(dx), buffer_arg(sums), buffer_arg(go), buffer_arg(x), buffer_arg(mean),
                    buffer_arg(scale), I(!train), arg_or(weight, x), I(weight.defined()), I(train),
-                   L(planes ? g.N * g.C : x.numel()), L(g.N), L(g.C), L(g.S));
+                   L(g.N * g.C), L(g.N), L(g.C), L(g.S));
     set_acc_arg(k, 21, x, eps);
     if (planes)
       tocl::enqueue_1d(device, stream, k, planes_global(g, device), row_group(device));
     else
-      tocl::enqueue_1d(device, stream, k, x.numel());
+      tocl::enqueue_1d(device, stream, k, cpu_plane_runs(g));
   }
   return {dx, dw, db};
 }
