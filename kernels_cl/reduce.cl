@@ -369,8 +369,8 @@ __kernel void reduce_outer(__global const IN_T* in, ulong in_offset, __global OU
 }
 
 #ifdef ACC_V16
-// Strided sums whose outputs are adjacent in the input (a bias gradient: sum(0) of a (rows, M) matrix):
-// a work-item per 16 adjacent outputs and chunk of rows, their 16 running sums one vector, four rows
+// Strided sums, maxima and minima whose outputs are adjacent in the input (a bias gradient: sum(0) of a
+// (rows, M) matrix): a work-item per 16 adjacent outputs and chunk of rows, their 16 running values one vector, four rows
 // apart in four vectors. Where there is more than one chunk (nchunks) it writes partial[c * M + o], as
 // reduce_outer, which reduce_outer_partials combines.
 inline void columns_write(__global OUT_T* out, ulong out_offset, __global ACC_T* partial, ulong partial_offset,
@@ -391,23 +391,42 @@ __kernel void reduce_columns(__global const IN_T* in, ulong in_offset, __global 
   __global const IN_T* x = in + in_offset + b;  // output o reads from element o (in_strides[0] is 1)
   const long out_stride = g.out_strides[0];
   if (b + 16 <= M) {
-    ACC_V16 a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    ACC_V16 a0 = (ACC_V16)identity_of(op), a1 = a0, a2 = a0, a3 = a0;
     long r = begin;
-    for (; r + 4 <= end; r += 4) {
-      a0 += vload16(0, x + r * s);
-      a1 += vload16(0, x + (r + 1) * s);
-      a2 += vload16(0, x + (r + 2) * s);
-      a3 += vload16(0, x + (r + 3) * s);
+    // Sums, or max and min (a NaN stays: v != v is the NaN test as a compare; isnan is a call).
+#define COLUMNS_LOOP(UPDATE)                  \
+    for (; r + 4 <= end; r += 4) {            \
+      UPDATE(a0, vload16(0, x + r * s));       \
+      UPDATE(a1, vload16(0, x + (r + 1) * s)); \
+      UPDATE(a2, vload16(0, x + (r + 2) * s)); \
+      UPDATE(a3, vload16(0, x + (r + 3) * s)); \
+    }                                         \
+    for (; r < end; ++r) UPDATE(a0, vload16(0, x + r * s));
+#define COLUMNS_ADD(a, y) a += (y);
+#define COLUMNS_MAX(a, y) { const ACC_V16 y_ = (y); a = select(y_, a, (a != a) | (a > y_)); }
+#define COLUMNS_MIN(a, y) { const ACC_V16 y_ = (y); a = select(y_, a, (a != a) | (a < y_)); }
+    if (op == OP_MAX) {
+      COLUMNS_LOOP(COLUMNS_MAX)
+      COLUMNS_MAX(a0, a1) COLUMNS_MAX(a2, a3) COLUMNS_MAX(a0, a2)
+    } else if (op == OP_MIN) {
+      COLUMNS_LOOP(COLUMNS_MIN)
+      COLUMNS_MIN(a0, a1) COLUMNS_MIN(a2, a3) COLUMNS_MIN(a0, a2)
+    } else {
+      COLUMNS_LOOP(COLUMNS_ADD)
+      a0 = (a0 + a1) + (a2 + a3);
     }
-    for (; r < end; ++r) a0 += vload16(0, x + r * s);
+#undef COLUMNS_LOOP
+#undef COLUMNS_ADD
+#undef COLUMNS_MAX
+#undef COLUMNS_MIN
     ACC_T v[16];
-    vstore16((a0 + a1) + (a2 + a3), 0, v);
+    vstore16(a0, 0, v);
     for (int j = 0; j < 16; ++j)
       columns_write(out, out_offset, partial, partial_offset, op, M, nchunks, c, b + j, out_stride, v[j], divisor);
   } else {
     for (long o = b; o < M; ++o) {
-      ACC_T a = 0;
-      for (long r = begin; r < end; ++r) a += x[o - b + r * s];
+      ACC_T a = identity_of(op);
+      for (long r = begin; r < end; ++r) a = combine(op, a, x[o - b + r * s]);
       columns_write(out, out_offset, partial, partial_offset, op, M, nchunks, c, o, out_stride, a, divisor);
     }
   }

@@ -145,6 +145,16 @@ def test_column_sums(rows, cols):
     y[rows // 2, cols - 1] = float("nan")
     y[0, 0] = float("inf")
     check(lambda t: t.sum(0), y)
+    # Column maxima and minima (reduce_columns too): NaN wins, inf and -inf, a column of -inf only.
+    for z in (x, y):
+        check(lambda t: t.amax(0), z)
+        check(lambda t: t.amin(0), z)
+        check(lambda t: t.amax(0), z.double())
+    w = y.clone()
+    w[:, 0] = float("-inf")
+    w[-1, cols // 2] = float("nan")  # in the last chunk of the tall shapes
+    check(lambda t: t.amax(0), w)
+    check(lambda t: t.amin(0), -w)
     with native_only():  # into a strided out=
         out = torch.empty(cols, 2, device=DEV)[:, 1]
         torch.sum(x.to(DEV), 0, out=out)
@@ -184,9 +194,10 @@ def test_reduction_kernels_follow_the_kernel_class():
         assert {"reduce_rows", "reduce_partials"} <= kernels_run(lambda: big.sum())
         assert {"reduce_cols", "reduce_outer_partials"} <= kernels_run(lambda: cols[:, :8].sum(0))
     else:
-        seen = kernels_run(lambda: (rows.sum(-1), cols.sum(0), big.sum(), cols.amax(0)))  # amax: reduce_outer
+        seen = kernels_run(lambda: (rows.sum(-1), cols.sum(0), big.sum(), cols.amax(0), cols.prod(0)))  # prod: outer
         assert not {"reduce_rows", "reduce_cols"} & seen, seen
         assert {"reduce_columns", "reduce_outer", "reduce_group"} <= seen, seen
+        assert "reduce_outer" not in kernels_run(lambda: cols.amax(0))
         # A linear layer's bias gradient (a sum over a batch of 128): one pass of 16 outputs a work-item;
         # columns longer than 1024 rows are summed in chunks of 256 rows, then the chunks' sums.
         grad, tall = torch.randn(128, 256, device=DEV), torch.randn(32768, 64, device=DEV)

@@ -278,10 +278,12 @@ Launch choose_coalesced_launch(const tocl::KernelForms& forms, const Plan& plan)
   return l;
 }
 
-// Whether reduce_columns takes the reduction: a sum or mean of float or double input in its own type
-// over one dim, into outputs that are adjacent in the input (a bias gradient: sum(0) of a matrix).
+// Whether reduce_columns takes the reduction: a sum, mean, max or min of float or double input in its own
+// type over one dim, into outputs that are adjacent in the input (a bias gradient: sum(0) of a matrix; amax(0)
+// took 2.4 ms for 1024x1024 in reduce_outer, a work-item per output).
 bool columns_of(const at::Tensor& self, const Plan& plan, ReduceOp op, c10::ScalarType acc) {
-  return (op == ReduceOp::Sum || op == ReduceOp::Mean) && self.scalar_type() == acc &&
+  return (op == ReduceOp::Sum || op == ReduceOp::Mean || op == ReduceOp::Max || op == ReduceOp::Min) &&
+         self.scalar_type() == acc &&
          (acc == c10::kFloat || acc == c10::kDouble) && plan.g.red_ndim == 1 && plan.g.out_ndim == 1 &&
          plan.g.in_strides[0] == 1;
 }
