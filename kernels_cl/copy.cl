@@ -44,17 +44,7 @@ __kernel void copy_lines(__global DST_T* dst, ulong dst_offset, __global const S
                          TiledGeometry g, long runs, long chunks, long run, int src_steps) {
   const long r = get_global_id(0);
   if (r >= runs) return;
-  IDX_T line = (IDX_T)(r / chunks);
-  const SIDX_T begin = (SIDX_T)(r % chunks) * (SIDX_T)run;
-  const SIDX_T len = min((SIDX_T)run, g.sizes[0] - begin);
-  SIDX_T o0 = begin, o1 = begin * g.strides[1][0];
-  for (int k = 1; k < g.ndim; ++k) {
-    const IDX_T size = (IDX_T)g.sizes[k];
-    const SIDX_T i = (SIDX_T)(line % size);
-    line /= size;
-    o0 += i * g.strides[0][k];
-    o1 += i * g.strides[1][k];
-  }
+  LINE_RUN(r, chunks, run)
   __global DST_T* d = dst + dst_offset + o0;
   __global const SRC_T* s = src + src_offset + o1;
   if (src_steps) {

@@ -115,20 +115,7 @@ __kernel void pointwise_lines(__global OUT_T* out, ulong out_offset IN0_PARAM IN
                               int steps) {
   const long r = get_global_id(0);
   if (r >= runs) return;
-  IDX_T line = (IDX_T)(r / chunks);
-  const SIDX_T begin = (SIDX_T)(r % chunks) * (SIDX_T)run;
-  const SIDX_T len = min((SIDX_T)run, g.sizes[0] - begin);
-  const IDX_T lin0 = line * (IDX_T)g.sizes[0] + (IDX_T)begin;
-  SIDX_T o0 = begin, o1 = begin * g.strides[1][0], o2 = begin * g.strides[2][0], o3 = begin * g.strides[3][0];
-  for (int k = 1; k < g.ndim; ++k) {
-    const IDX_T size = (IDX_T)g.sizes[k];
-    const SIDX_T i = (SIDX_T)(line % size);
-    line /= size;
-    o0 += i * g.strides[0][k];
-    o1 += i * g.strides[1][k];
-    o2 += i * g.strides[2][k];
-    o3 += i * g.strides[3][k];
-  }
+  LINE_RUN(r, chunks, run)
 #if NIN <= 1
   if (steps & 1) LINE_LOOP(1, 0, 0) else LINE_LOOP(0, 0, 0)
 #elif NIN == 2

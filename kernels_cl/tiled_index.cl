@@ -65,6 +65,25 @@ typedef struct {
     }                                                                      \
   }
 
+// The lines forms (pointwise_lines, copy_lines; the host's line_steps chooses them): work-item r takes a run
+// of dim 0, each line cut into `chunks` runs of `run` elements. Declares the run's length `len`, the linear
+// index of its first element `lin0` and o0 .. o<NOPS-1> there: the other dims' index arithmetic once per
+// run. The output steps by one element along dim 0. The geometry must be the kernel argument named g.
+#define LINE_RUN_DECLARE_(t) SIDX_T o##t = line_begin_ * g.strides[t][0];
+#define LINE_RUN_OUTER_(t) o##t += line_i_ * g.strides[t][k];
+#define LINE_RUN(r, chunks, run)                                              \
+  IDX_T line_ = (IDX_T)((r) / (chunks));                                      \
+  const SIDX_T line_begin_ = (SIDX_T)((r) % (chunks)) * (SIDX_T)(run);        \
+  const SIDX_T len = min((SIDX_T)(run), g.sizes[0] - line_begin_);            \
+  const IDX_T lin0 = line_ * (IDX_T)g.sizes[0] + (IDX_T)line_begin_;          \
+  TILED_FOR_OPS(LINE_RUN_DECLARE_)                                            \
+  for (int k = 1; k < g.ndim; ++k) {                                          \
+    const IDX_T line_size_ = (IDX_T)g.sizes[k];                               \
+    const SIDX_T line_i_ = (SIDX_T)(line_ % line_size_);                      \
+    line_ /= line_size_;                                                      \
+    TILED_FOR_OPS(LINE_RUN_OUTER_)                                            \
+  }
+
 // The element's linear index in the iteration order (dim 0 fastest).
 inline __attribute__((always_inline)) IDX_T tiled_linear(const TiledGeometry* g, IDX_T i0, IDX_T i1, IDX_T i2) {
   const IDX_T outer = (IDX_T)get_group_id(1) + (IDX_T)g->sizes[3] * (IDX_T)get_group_id(2);
