@@ -2,63 +2,64 @@
 // GEMMs. The host prepends the prelude and `#define T float|double`; every size is an argument.
 // The input/grad_input are contiguous (N, C, H, W); col element (n, k, l) with
 // k = (c * KH + ki) * KW + kj and l = oy * OW + ox lives at n * col_sn + k * col_sk + l * col_sl.
-// im2col/col2im: each work-item walks one row (64-bit divisions cost tens of cycles on CPUs, and
-// vector units have none): the index arithmetic is per row, not per element. (A one-work-item-per-
-// element rewrite with 32-bit float-reciprocal divisions measured slower on PoCL: 2.2 vs 1.6 ms for
-// the digits CNN's 64x16x8x8 im2col, 1.1 vs 0.8 ms for its col2im.)
+// im2col/col2im: each work-item walks a row of outputs or a plane of the input (64-bit divisions cost tens
+// of cycles on CPUs, and vector units have none): the index arithmetic is per row or plane, not per element.
+// (A one-work-item-per-element rewrite with 32-bit float-reciprocal divisions measured slower on PoCL: 2.2
+// vs 1.6 ms for the digits CNN's 64x16x8x8 im2col, 1.1 vs 0.8 ms for its col2im.)
 
 typedef struct {
   long C, H, W, KH, KW, PH, PW, SH, SW, DH, DW, OH, OW;
 } ConvShape;
 
-// One work-item per (n, k, oy): the OW entries of col for that output row. total = N * C * KH * KW * OH.
+// The patches are col's rows (col_sk == 1, the host's layout): output position l of sample n is the row at
+// n * col_sn + l * col_sl, its K = C * KH * KW values in the order (c, ki, kj).
+
+// One work-item per (n, oy): the rows of output positions l = oy * OW + ox, written in sequence. total = N * OH.
+// (A work-item per (n, k, oy) wrote OW values col_sl apart, each to its own cache line, after five 64-bit
+// divisions: the digits CNN's im2col took 1 ms a launch on PoCL.)
 __kernel void im2col(__global const T* in, ulong in_offset, __global T* col, ulong col_offset,
                      ConvShape g, long col_sn, long col_sk, long col_sl, long total) {
   const long i = get_global_id(0);
   if (i >= total) return;
-  const long rows = g.C * g.KH * g.KW;
-  const long oy = i % g.OH, r = i / g.OH;
-  const long k = r % rows, n = r / rows;
-  const long kj = k % g.KW, ki = (k / g.KW) % g.KH, c = k / (g.KH * g.KW);
-  const long y = oy * g.SH - g.PH + ki * g.DH;
-  __global T* dst = col + col_offset + n * col_sn + k * col_sk + oy * g.OW * col_sl;
-  if (y < 0 || y >= g.H) {
-    for (long ox = 0; ox < g.OW; ++ox) dst[ox * col_sl] = (T)0;
-    return;
+  const long oy = i % g.OH, n = i / g.OH;
+  __global const T* sample = in + in_offset + n * g.C * g.H * g.W;
+  __global T* row = col + col_offset + n * col_sn + oy * g.OW * col_sl;
+  for (long ox = 0; ox < g.OW; ++ox, row += col_sl) {
+    long k = 0;
+    for (long c = 0; c < g.C; ++c) {
+      __global const T* plane = sample + c * g.H * g.W;
+      for (long ki = 0; ki < g.KH; ++ki) {
+        const long y = oy * g.SH - g.PH + ki * g.DH;
+        const int inside_y = y >= 0 && y < g.H;
+        for (long kj = 0; kj < g.KW; ++kj, ++k) {
+          const long x = ox * g.SW - g.PW + kj * g.DW;
+          row[k] = (inside_y && x >= 0 && x < g.W) ? plane[y * g.W + x] : (T)0;
+        }
+      }
+    }
   }
-  __global const T* src = in + in_offset + ((n * g.C + c) * g.H + y) * g.W;
-  long x = kj * g.DW - g.PW;
-  for (long ox = 0; ox < g.OW; ++ox, x += g.SW) dst[ox * col_sl] = (x >= 0 && x < g.W) ? src[x] : (T)0;
 }
 
-// One work-item per (n, c, y) input row: each element gathers the col entries it fed (no atomics).
-// total = N * C * H.
+// One work-item per (n, c) plane of the input gradient: zeroed, then each output position's KH * KW values
+// for channel c (adjacent in its col row) added into the pixels they came from; no two items share a pixel,
+// so no atomics. total = N * C. (A work-item per input row gathered each pixel's values, col_sl apart.)
 __kernel void col2im(__global const T* col, ulong col_offset, __global T* out, ulong out_offset,
                      ConvShape g, long col_sn, long col_sk, long col_sl, long total) {
   const long i = get_global_id(0);
   if (i >= total) return;
-  const long y = i % g.H, c = (i / g.H) % g.C, n = i / (g.H * g.C);
-  __global T* dst = out + out_offset + i * g.W;
-  for (long x = 0; x < g.W; ++x) dst[x] = (T)0;
-  for (long ki = 0; ki < g.KH; ++ki) {
-    const long yy = y + g.PH - ki * g.DH;
-    if (yy < 0 || (g.SH > 1 && yy % g.SH)) continue;
-    const long oy = g.SH > 1 ? yy / g.SH : yy;
-    if (oy >= g.OH) continue;
-    for (long kj = 0; kj < g.KW; ++kj) {
-      __global const T* src =
-          col + col_offset + n * col_sn + ((c * g.KH + ki) * g.KW + kj) * col_sk + oy * g.OW * col_sl;
-      const long shift = g.PW - kj * g.DW;  // xx = x + shift
-      if (g.SW == 1) {
-        // ox = x + shift within [0, OW)
-        const long lo = max(0L, -shift), hi = min(g.W, g.OW - shift);
-        for (long x = lo; x < hi; ++x) dst[x] += src[(x + shift) * col_sl];
-      } else {
-        for (long x = 0; x < g.W; ++x) {
-          const long xx = x + shift;
-          if (xx < 0 || xx % g.SW) continue;
-          const long ox = xx / g.SW;
-          if (ox < g.OW) dst[x] += src[ox * col_sl];
+  const long c = i % g.C, n = i / g.C;
+  __global T* plane = out + out_offset + i * g.H * g.W;
+  for (long p = 0; p < g.H * g.W; ++p) plane[p] = (T)0;
+  __global const T* src = col + col_offset + n * col_sn + c * g.KH * g.KW;
+  for (long oy = 0; oy < g.OH; ++oy) {
+    for (long ox = 0; ox < g.OW; ++ox) {
+      __global const T* patch = src + (oy * g.OW + ox) * col_sl;
+      for (long ki = 0; ki < g.KH; ++ki) {
+        const long y = oy * g.SH - g.PH + ki * g.DH;
+        if (y < 0 || y >= g.H) continue;
+        for (long kj = 0; kj < g.KW; ++kj) {
+          const long x = ox * g.SW - g.PW + kj * g.DW;
+          if (x >= 0 && x < g.W) plane[y * g.W + x] += patch[ki * g.KW + kj];
         }
       }
     }

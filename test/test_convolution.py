@@ -45,6 +45,8 @@ CASES_2D = [
     ((4, 1, 8, 8), (16, 1, 3, 3), dict(padding=1)),  # the digits CNN's first layer
     ((2, 4, 9, 7), (6, 2, 3, 2), dict(stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2)),
     ((3, 3, 6, 5), (4, 3, 1, 1), dict(stride=2)),
+    # Patches reaching past every edge (padding, dilation, strides): im2col's and col2im's bounds per pixel.
+    ((2, 3, 11, 10), (4, 3, 5, 3), dict(stride=2, padding=(3, 2), dilation=(2, 1))),
 ]
 
 

@@ -192,7 +192,7 @@ void launch_by_samples(const char* name, const Conv2d& c, const at::Tensor& dst,
 // x4: the convolution input (N, C, H, W) -> col (N * L, C * KH * KW).
 at::Tensor im2col(const Conv2d& c, const at::Tensor& x4) {
   auto col = at::empty({c.N * c.L(), c.rows()}, c.options);
-  launch("im2col", c, x4.contiguous(), col, c.N * c.rows() * c.g.OH);  // a work-item per output row
+  launch("im2col", c, x4.contiguous(), col, c.N * c.g.OH);  // a work-item per row of output positions
   return col;
 }
 
@@ -252,7 +252,7 @@ at::Tensor conv_input_grad(const Conv2d& c, const at::Tensor& goR, const at::Ten
   if (gcol.numel() == 0 || Og == 0) return grad_input.zero_();
   for (int64_t gi = 0; gi < c.groups; ++gi)
     gemm(goR.narrow(1, gi * Og, Og), w2.narrow(0, gi * Og, Og), gcol.narrow(1, gi * K, K), 1, 0);
-  launch("col2im", c, gcol, grad_input, N * g.C * g.H);  // a work-item per input row
+  launch("col2im", c, gcol, grad_input, N * g.C);  // a work-item per input plane
   return grad_input;
 }
 
