@@ -5,6 +5,7 @@ Each compiled graph costs Inductor's compile time (seconds on a 2-core machine) 
 "forms" run again under TORCH_OPENCL_KERNEL_CLASS=gpu (scripts/test.sh), for the GPU-shaped kernels.
 """
 import copy
+import itertools
 import os
 import subprocess
 import sys
@@ -511,16 +512,20 @@ def test_index_out_of_range_raises_forms():
 def test_random_ops_draw_philox_blocks_forms():
     """The values a compiled rand/randn draws are fixed by the seed and the element's offset, whichever the
     kernel form: uniform i is lane i % 4 of block i / 4, normal i Box-Muller of words (x, y) or (z, w) of
-    block i / 2 (the CPU form reuses a block across consecutive elements; a chunk may start mid-block)."""
+    block i / 2 (the CPU form reuses a block across consecutive elements; a chunk may start mid-block; over a
+    multiple of 4 elements it steps a block at a time, 40 x 29, with no memo)."""
     import numpy as np
+    from torch._inductor.utils import run_and_get_code
 
-    x = torch.empty(37, 29, device=DEV)
-    n = x.numel()
-    for op in ("rand", "randn"):
+    for shape, op in itertools.product([(37, 29), (40, 29)], ("rand", "randn")):
+        x = torch.empty(*shape, device=DEV)
+        n = x.numel()
         torch._dynamo.reset()
         fn = torch.compile(lambda x, op=op: getattr(torch, op + "_like")(x))
         torch.manual_seed(5)
-        got = fn(x).cpu().flatten().double().numpy()
+        got, (code, *_) = run_and_get_code(fn, x)
+        got = got.cpu().flatten().double().numpy()
+        assert ("xblock" in code) == (kernel_class() == "cpu" and n % 4 == 0)
         torch.manual_seed(5)  # Inductor's seed: one draw of the device generator per graph run
         seed = int(torch.randint(-(2**63), 2**63 - 1, (1,), device=DEV).item()) & (2**64 - 1)
         i = np.arange(n, dtype=np.uint64)

@@ -185,6 +185,7 @@ class OpenCLKernel(SIMDKernel):
         self.hoisted = IndentedBuffer()  # CPU form: computed once per work-item, before the output loop
         self.variant_vars: set[str] = set()  # CSE variables that depend on the output or reduction index
         self.rng_memos = itertools.count()
+        self.rng_blocked = False  # see rng_memo
         self.uses_index_errors = False
         self._masked_depth = 0
         self._hoistable_load = True
@@ -209,9 +210,19 @@ class OpenCLKernel(SIMDKernel):
         names = _IDENTIFIER.findall(expr)
         return not any(n in self.variant_vars or _INDEX_NAME.match(n) for n in names)
 
+    RNG_BLOCK = 4  # outputs per step of a CPU-form pointwise kernel with random ops: one Philox block
+
     def rng_memo(self) -> str:
-        """A new Philox block memo for a random op's call site (CPU form), declared before the loop over
-        outputs; the call passes its address."""
+        """What a random op's call site (CPU form) passes for its Philox block memo. A pointwise kernel over a
+        static multiple of RNG_BLOCK outputs walks them RNG_BLOCK at a time (codegen_work), the block's
+        elements unrolled: the calls of one step then draw the same block, which the compiler computes once,
+        and no memo carries state from one element to the next (which kept the loop scalar: a compiled
+        randn_like(x) + x took 9x eager's time). Otherwise a memo declared before the loop over outputs,
+        whose address the call passes."""
+        x = self.numels.get("x")
+        if not self.features.is_reduction() and isinstance(x, sympy.Integer) and int(x) % self.RNG_BLOCK == 0:
+            self.rng_blocked = True
+            return "0"
         name = f"rng{next(self.rng_memos)}"
         self.hoisted.writeline(f"philox_memo {name} = PHILOX_MEMO_INIT;")
         return f"&{name}"
@@ -732,9 +743,9 @@ class OpenCLKernel(SIMDKernel):
         xnumel, idx = self.xnumel_code(), self.index_dtype
         if self.form.chunked:
             code.splice(self.hoisted)
-            row = self._split_row()
+            row = None if self.rng_blocked else self._split_row()
             lanes = self.form.lanes
-            unit = lanes if self.form.column_lanes else row or 1
+            unit = lanes if self.form.column_lanes else self.RNG_BLOCK if self.rng_blocked else row or 1
             units, times = (xnumel, "") if unit == 1 else (f"{xnumel} / {unit}", f" * {unit}")
             # This work-item's chunk of the outputs, whole blocks of `unit` (which divides xnumel).
             code.writeline(f"const {idx} xper = ({units} + get_global_size(0) - 1) / get_global_size(0){times};")
@@ -746,6 +757,15 @@ class OpenCLKernel(SIMDKernel):
                     code.splice(self.body)
                     if self._lane_loop_open:
                         code.writeline("}")
+            elif self.rng_blocked:
+                code.writeline(f"for ({idx} xblock = xstart; xblock < xend; xblock += {unit}) {{")
+                with code.indent():
+                    code.writeline("#pragma unroll")
+                    code.writeline(f"for (int lane = 0; lane < {unit}; ++lane) {{")
+                    with code.indent():
+                        code.writeline(f"const {idx} xindex = xblock + lane;")
+                        code.splice(self.body)
+                    code.writeline("}")
             elif row:
                 body = self._rewritten(self.body, self._index_rewrites(
                     row, sympy.Symbol("xouter", integer=True), sympy.Symbol("xinner", integer=True)))
@@ -868,7 +888,8 @@ class OpenCLKernel(SIMDKernel):
             # A few work-items per core, each with a contiguous chunk; fewer when there is less work.
             cap = self.form.max_threads
             if isinstance(x, sympy.Integer):
-                units = int(x) // (self.form.lanes if self.form.column_lanes else self._split_row() or 1)
+                units = int(x) // (self.form.lanes if self.form.column_lanes else
+                                   self.RNG_BLOCK if self.rng_blocked else self._split_row() or 1)
                 n = min(units, cap)
                 group = min(g, n)
                 return str(-(-n // group) * group), group

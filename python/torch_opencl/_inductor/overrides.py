@@ -110,9 +110,10 @@ def _binary(fn: str):
 
 
 def _rng_memo() -> str:
-    """The Philox block memo of a random op's call site (kernels_cl/inductor.cl): in the CPU form a
-    variable declared before the loop over outputs, so consecutive elements reuse their block; in the
-    GPU form (one element per work-item) none."""
+    """The Philox block memo of a random op's call site (kernels_cl/inductor.cl): in the CPU form the
+    kernel's choice (OpenCLKernel.rng_memo: none where it steps a block at a time, else a variable declared
+    before the loop over outputs, so consecutive elements reuse their block); in the GPU form (one element
+    per work-item) none."""
     kernel = V.kernel
     if not getattr(kernel, "form", None) or not kernel.form.chunked:
         return "0"
