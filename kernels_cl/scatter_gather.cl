@@ -28,7 +28,8 @@ typedef struct {
 } Indexed;
 
 // Each work-item walks runs of RUN consecutive positions (RUN defined by the host): it decomposes the
-// first position (the only divisions) and steps to the next ones by carrying through the dims.
+// first position (the only divisions), then steps along the innermost dim and carries through the others
+// between lines (FOR_EACH_POSITION).
 
 typedef struct {
   long i[MAX_DIMS];  // position in each dim

@@ -66,19 +66,15 @@ __kernel void gather_lines(__global T_T* out, ulong out_offset, __global const T
   I_T c = ((g.flips[0] ? size0 - 1 - lo : lo) + (I_T)g.shifts[0]) % in0;
   if (!g.flips[0] && g.shifts[0] == 0 && size0 == in0) {
     COPY_RUN(o + lo * os0, os0, x + lo * is0, is0, hi - lo)  // a plain copy along dim 0
-  } else if (g.flips[0] && g.shifts[0] == 0 && size0 == in0) {
-    // A flip: the source walks down from c without wrapping; with unit strides a loop the compiler
-    // vectorises (a reversed load), where the wrapping counter below kept it scalar (11x CPU's flip).
+  } else if (g.flips[0]) {
+    // A flip (the host never shifts or repeats a flipped dim): the source walks down from c without
+    // wrapping; with unit strides a loop the compiler vectorises (a reversed load), where a counter that
+    // wrapped kept it scalar (11x CPU's flip).
     __global const T_T* top = x + c * is0;
     if (os0 == 1 && is0 == 1) {
       for (I_T r = 0; r < hi - lo; ++r) o[lo + r] = top[-r];
     } else {
       for (I_T r = 0; r < hi - lo; ++r) o[(lo + r) * os0] = top[-(r * is0)];
-    }
-  } else if (g.flips[0]) {
-    for (I_T i = lo; i < hi; ++i) {
-      o[i * os0] = x[c * is0];
-      c = c == 0 ? in0 - 1 : c - 1;
     }
   } else {
     // A roll or a repeat: the source steps up and wraps at in0, so the run is copied in pieces that do not

@@ -320,8 +320,6 @@ ChannelBlocks channel_blocks(const Channels& g, int device) {
   return {chunk, std::max<int64_t>(1, (g.N + chunk - 1) / chunk)};
 }
 
-// The launch of the *_planes kernels: groups of whole planes where a plane fits a group, else
-// group-wide spans of a plane.
 // The CPU forms of bn_apply and bn_backward_apply (kernels_cl/normalization.cl): a work-item per run of at
 // most BN_RUN elements of a plane.
 size_t cpu_plane_runs(const Channels& g) {
@@ -329,6 +327,8 @@ size_t cpu_plane_runs(const Channels& g) {
   return static_cast<size_t>(g.N * g.C * ((g.S + kRun - 1) / kRun));
 }
 
+// The launch of the *_planes kernels: groups of whole planes where a plane fits a group, else
+// group-wide spans of a plane.
 size_t planes_global(const Channels& g, int device) {
   const auto wg = static_cast<int64_t>(row_group(device));
   const int64_t planes = g.N * g.C;

@@ -68,11 +68,12 @@ void segment_sums_into(const at::Tensor& target, int64_t dim, const at::Tensor& 
   if (N == 0 || C == 0) return;
   const int device = device_index(target);
   const int stream = current_stream_of(target);
+  const Segments g{N, C, t.inner, kChunk, target.stride(dim), t.outer_stride, t.inner_stride, source.stride(dim),
+                   s.outer_stride, s.inner_stride, skip, accumulate ? 1 : 0, scale_by_freq ? 1 : 0,
+                   target.size(dim)};
   if (!tocl::kernel_forms(device).sorted_segment_sums && accumulate && !scale_by_freq) {
     // The CPU form: each work-item walks the index in order over its own columns (segment_column_walk).
     const at::Tensor keys = index.reshape({-1}).contiguous();
-    const Segments g{N, C, t.inner, kChunk, target.stride(dim), t.outer_stride, t.inner_stride, source.stride(dim),
-                     s.outer_stride, s.inner_stride, skip, 1, 0, target.size(dim)};
     const int64_t per_outer = (t.inner + kColumnWidth - 1) / kColumnWidth;
     cl_kernel walk = dtype_kernel(target, "segment_sum.cl", "segment_column_walk", keys.scalar_type());
     tocl::set_args(walk, buffer_arg(target), buffer_arg(source), buffer_arg(keys), static_cast<cl_long>(kColumnWidth), g);
@@ -82,9 +83,6 @@ void segment_sums_into(const at::Tensor& target, int64_t dim, const at::Tensor& 
   // Stable: the positions of one index keep their order, so each sum runs in the order of n.
   const auto [keys, perm] = at::sort(index.reshape({-1}), /*stable=*/true, 0, /*descending=*/false);
   const int64_t nchunks = (N + kChunk - 1) / kChunk;
-  const Segments g{N, C, t.inner, kChunk, target.stride(dim), t.outer_stride, t.inner_stride, source.stride(dim),
-                   s.outer_stride, s.inner_stride, skip, accumulate ? 1 : 0, scale_by_freq ? 1 : 0,
-                   target.size(dim)};
   const at::Tensor partial =
       nchunks > 1 ? at::empty({2 * nchunks * C}, target.options().dtype(compute_dtype(target.scalar_type()))) : target;
   cl_kernel sums = dtype_kernel(target, "segment_sum.cl", "segment_chunk_sums", keys.scalar_type());
