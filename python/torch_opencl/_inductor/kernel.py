@@ -745,7 +745,7 @@ class OpenCLKernel(SIMDKernel):
             code.splice(self.hoisted)
             row = None if self.rng_blocked else self._split_row()
             lanes = self.form.lanes
-            unit = lanes if self.form.column_lanes else self.RNG_BLOCK if self.rng_blocked else row or 1
+            unit = self._outputs_per_step()
             units, times = (xnumel, "") if unit == 1 else (f"{xnumel} / {unit}", f" * {unit}")
             # This work-item's chunk of the outputs, whole blocks of `unit` (which divides xnumel).
             code.writeline(f"const {idx} xper = ({units} + get_global_size(0) - 1) / get_global_size(0){times};")
@@ -797,6 +797,15 @@ class OpenCLKernel(SIMDKernel):
             code.writeline(f"const {idx} xindex = get_global_id(0);")
             code.writeline(f"if (xindex >= {xnumel}) return;")
         code.splice(self.body)
+
+    def _outputs_per_step(self) -> int:
+        """The CPU form's outputs per step of a work-item's loop, which divides its chunk: the column lanes,
+        a Philox block (rng_memo), a row (_split_row), or one output."""
+        if self.form.column_lanes:
+            return self.form.lanes
+        if self.rng_blocked:
+            return self.RNG_BLOCK
+        return self._split_row() or 1
 
     def _split_row(self) -> int | None:
         """The CPU form of a pointwise kernel by rows (see the module's note): the row length, the
@@ -888,8 +897,7 @@ class OpenCLKernel(SIMDKernel):
             # A few work-items per core, each with a contiguous chunk; fewer when there is less work.
             cap = self.form.max_threads
             if isinstance(x, sympy.Integer):
-                units = int(x) // (self.form.lanes if self.form.column_lanes else
-                                   self.RNG_BLOCK if self.rng_blocked else self._split_row() or 1)
+                units = int(x) // self._outputs_per_step()
                 n = min(units, cap)
                 group = min(g, n)
                 return str(-(-n // group) * group), group
