@@ -24,6 +24,7 @@ def operands(device):
     ops = {
         "x": x, "y": torch.randn(1024, 1024, generator=g), "w": torch.randn(1024, generator=g),
         "i": torch.randint(0, 1024, (1024,), generator=g), "img": torch.randn(16, 64, 32, 32, generator=g),
+        "big": torch.randn(4 << 20, generator=g),
     }
     ops = {k: v.to(device) for k, v in ops.items()}
     ops["xr"] = ops["x"].clone().requires_grad_()
@@ -46,6 +47,9 @@ OPS = {
     "clamp": lambda d: d["x"].clamp(-1, 1),
     "masked_fill": lambda d: d["x"].masked_fill(d["x"] > 1, 0.0),
     "transpose copy": lambda d: d["x"].t().contiguous(),
+    "zeros_like": lambda d: torch.zeros_like(d["x"]),
+    "clone": lambda d: d["x"].clone(),
+    "clone of 4M floats": lambda d: d["big"].clone(),
     "cat dim 1": lambda d: torch.cat([d["x"], d["y"]], 1),
     "cat dim 0": lambda d: torch.cat([d["x"], d["y"]], 0),
     "flip": lambda d: d["x"].flip(1),

@@ -139,6 +139,15 @@ struct KernelForms {
   // 0.5-3.5, 1M floats on a 2-core EPYC; bench/bench_math.py). Not a kernel-class choice: it follows the driver, whatever the class.
   // TORCH_OPENCL_OWN_FLOAT_MATH=0|1 overrides it.
   bool own_float_math = false;
+
+  // ---- Bulk memory ----
+  // Contiguous fills and device-to-device copies of at least these many bytes run as kernels
+  // (kernels_cl/bulk_memory.cl) instead of clEnqueueFillBuffer / clEnqueueCopyBuffer, where the driver's
+  // run on one host thread: PoCL's CPU device (zero_ of 1M floats 299 us, a kernel 82; a copy of 4M floats
+  // 941 us, a kernel 440-470; 2-core EPYC). 0: never (the driver's are DMA engines or kernels of their own
+  // on GPUs). Like own_float_math, this follows the driver, not the class.
+  size_t kernel_fill_min_bytes = 0;
+  size_t kernel_copy_min_bytes = 0;
   // Options every program of the device is built with (-D lines for the choices above that the OpenCL C
   // sources read); part of the program cache's key.
   std::string build_options;

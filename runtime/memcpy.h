@@ -14,7 +14,8 @@ void copy_host_to_device(int device, int stream, void* dst, const void* src, siz
 void copy_device_to_host(int device, int stream, void* dst, const void* src, size_t bytes, bool blocking = true);
 // Device -> device, same device, ordered on the stream (asynchronous).
 void copy_device_to_device(int device, int stream, void* dst, const void* src, size_t bytes);
-// Fills `bytes` at `dst` with a repeated pattern of 1, 2, 4 or 8 bytes (asynchronous).
+// Fills `bytes` at `dst` with a repeated pattern of 1, 2, 4, 8 or 16 bytes (asynchronous).
+// Both run as kernels where the driver's own are slow (kernel_forms.h: bulk memory).
 void fill_device(int device, int stream, void* dst, const void* pattern, size_t pattern_size, size_t bytes);
 
 }  // namespace tocl

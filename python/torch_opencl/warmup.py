@@ -30,6 +30,9 @@ from . import _C
 
 def _steps(device, model, batches, make_optimizer, loss_fn, steps=2, clip=None):
     """Training steps on each (inputs, targets) batch, then an evaluation pass, as a training loop runs them."""
+    # Fills and copies of a few MiB (larger models' zeros and clones): kernels of the backend's own where the
+    # driver's are slow (runtime/kernel_forms.h, bulk memory).
+    torch.zeros(1 << 21, device=device).clone()
     model = model.to(device)
     optimizer = make_optimizer(model.parameters())
     for _ in range(steps):

@@ -62,6 +62,8 @@ py::dict device_properties(int index) {
   p["kernel_class_reason"] = forms.reason;
   p["deferred_index_checks"] = forms.deferred_index_checks;
   p["own_float_math"] = forms.own_float_math;
+  p["kernel_fill_min_bytes"] = forms.kernel_fill_min_bytes;
+  p["kernel_copy_min_bytes"] = forms.kernel_copy_min_bytes;
   p["row_group"] = forms.row_group;
   p["extensions"] = d.extensions;
   p["platform_index"] = d.platform_index;
