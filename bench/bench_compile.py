@@ -5,8 +5,11 @@ clip_grad_norm_, optimizer step; compiled means torch.compile of the model with 
 optimizer's foreach kernels stay eager unless --compile-optimizer compiles the function that clips and
 steps), a tiny MLP step whose time is the host's, and a few
 fusion-heavy blocks (GELU MLP, LayerNorm + residual, softmax attention; forward and backward), prints
-the median time of eager and compiled, their ratio, the kernel launches of each per step, and how
-long Inductor took to compile (first call, warm program cache or not).
+the median time of eager and compiled, their ratio, the kernel launches of each per step, how
+long Inductor took to compile (first call, warm program cache or not), and the host's CPU time per step
+in the calling thread (Python, dispatch, Dynamo's guards, AOTAutograd's wrappers, launches; not the
+backward's, which autograd runs on a thread of its own; on PoCL, waits for the device that the step
+itself makes, as an index check's read back, count too).
 
     .venv/bin/python bench/bench_compile.py [--steps 20] [--warmup 3] [--only mlp,transformer]
                                             [--compile-optimizer] [--combo-kernels] [--profile 5]
@@ -84,11 +87,19 @@ def launches():
 
 
 def timed(step):
+    return timed_with_host(step)[0]
+
+
+def timed_with_host(step):
+    """(wall seconds of `step` up to the device's end, CPU seconds the calling thread spent in it). The
+    second is the host's work where the device is not the CPU itself, apart from the backward's, which
+    autograd runs on its device thread."""
     torch.opencl.synchronize()
-    t0 = time.perf_counter()
+    c0, t0 = time.thread_time(), time.perf_counter()
     step()
+    c1 = time.thread_time()
     torch.opencl.synchronize()
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, c1 - c0
 
 
 def prepare(step, warmup):
@@ -145,12 +156,14 @@ def unique_kernel_names():
 
 
 def measure_pair(eager, compiled, steps):
-    """Median ms of each, their steps alternating so that the machine's drift (this one is shared) falls on
-    both alike."""
-    times = ([], [])
+    """Median ms of each, wall and the calling thread's CPU (timed_with_host), their steps alternating so that
+    the machine's drift (this one is shared) falls on both alike: (eager, compiled, eager host, compiled host)."""
+    times = ([], [], [], [])
     for _ in range(steps):
         for side, step in enumerate((eager, compiled)):
-            times[side].append(timed(step))
+            wall, host = timed_with_host(step)
+            times[side].append(wall)
+            times[side + 2].append(host)
     return tuple(statistics.median(t) * 1e3 for t in times)
 
 
@@ -235,7 +248,7 @@ def main():
     print(f"device: {torch.opencl.get_device_name()} | torch {torch.__version__} | median of {args.steps} steps, "
           "eager and compiled alternating")
     print(f"{'workload':<22}{'eager ms':>10}{'compiled ms':>13}{'ratio':>8}{'launches eager':>16}"
-          f"{'compiled':>10}{'fewer':>7}{'compile s':>11}")
+          f"{'compiled':>10}{'fewer':>7}{'compile s':>11}{'host ms eager':>15}{'compiled':>10}")
     for key in args.only.split(","):
         name, make_step, make = WORKLOADS[key]
         extra = {"compile_optimizer": True} if args.compile_optimizer and make_step is training_step else {}
@@ -244,10 +257,11 @@ def main():
         torch._dynamo.reset()
         compiled = make_step(make, True, **extra)
         compile_s, compiled_launches = prepare(compiled, args.warmup)
-        eager_ms, compiled_ms = measure_pair(eager, compiled, args.steps)
+        eager_ms, compiled_ms, eager_host, compiled_host = measure_pair(eager, compiled, args.steps)
         fewer = eager_launches / max(compiled_launches, 1)
         print(f"{name:<22}{eager_ms:>10.2f}{compiled_ms:>13.2f}{compiled_ms / eager_ms:>8.2f}{eager_launches:>16}"
-              f"{compiled_launches:>10}{fewer:>6.1f}x{compile_s:>11.1f}", flush=True)
+              f"{compiled_launches:>10}{fewer:>6.1f}x{compile_s:>11.1f}{eager_host:>15.2f}{compiled_host:>10.2f}",
+              flush=True)
         if args.profile:
             print_kernel_times(*kernel_times((eager, compiled), args.profile))
     fallback = torch_opencl._inductor.fallback.stats() if "torch_opencl._inductor" in sys.modules else {}
