@@ -3,12 +3,13 @@ against CPU PyTorch in one run. Medians of --reps; ratio = cpu time / opencl tim
 
     python bench/bench_conv.py [--reps 5]
 
---winograd instead compares, on opencl only, the GPU form's two paths for 3x3 stride-1 convolutions:
-im2col + GEMM with the batch folded (today's) against Winograd F(2x2, 3x3) (aten/native/conv_winograd.h),
-for the CNN shapes of bench_vs_cuda.py at a smaller batch. Run it with TORCH_OPENCL_KERNEL_CLASS=gpu on
-PoCL (a sanity check: PoCL is a CPU; what Winograd gains on a GPU wants a GPU to measure).
+--winograd instead compares, on opencl only, the two paths for 3x3 stride-1 convolutions: im2col + GEMM
+(the batch folded into the GEMMs' columns in the GPU class) against Winograd F(2x2, 3x3)
+(aten/native/conv_winograd.h), which both classes take from 16 channels, for the CNN shapes of
+bench_vs_cuda.py at a smaller batch. TORCH_OPENCL_KERNEL_CLASS=gpu on PoCL runs the GPU forms (a sanity
+check: what they gain on a GPU wants a GPU to measure).
 
-    TORCH_OPENCL_KERNEL_CLASS=gpu python bench/bench_conv.py --winograd [--batch 16] [--reps 5]
+    python bench/bench_conv.py --winograd [--batch 16] [--reps 5]
 """
 import argparse
 
@@ -51,9 +52,9 @@ def winograd_comparison(batch, reps):
     from torch_opencl import _C
     enabled, min_channels = _C._winograd_min_channels(0)
     if not enabled:
-        raise SystemExit("Winograd serves the GPU kernel class: run with TORCH_OPENCL_KERNEL_CLASS=gpu")
+        raise SystemExit("this device does not take Winograd (runtime/kernel_forms.h's conv_winograd)")
     print(f"conv2d 3x3 stride 1 padding 1, float32, batch {batch}, median of {reps} (ms) on "
-          f"{torch.opencl.get_device_name()}: im2col + GEMM (batch folded) vs Winograd F(2x2,3x3)")
+          f"{torch.opencl.get_device_name()}: im2col + GEMM vs Winograd F(2x2,3x3)")
     print(f"{'channels x side':<16} {'pass':<18} {'gemm':>9} {'winograd':>9} {'gemm/winograd':>14}")
     for channels, side in CNN_SHAPES:
         x = torch.randn(batch, channels, side, side, device="opencl")

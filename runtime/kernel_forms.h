@@ -56,7 +56,7 @@ struct KernelForms {
   // 3x3, stride-1, dilation-1, single-group 2-D convolutions, forward and input gradient, as Winograd
   // F(2x2, 3x3) (aten/native/conv_winograd.h): 16 multiplies per 2x2 output tile and channel pair
   // instead of 36, as 16 batched GEMMs. Below winograd_min_channels input or output channels the
-  // GEMMs are too shallow (or short) to pay for the transforms, and the batch-folded path stays.
+  // GEMMs are too shallow (or short) to pay for the transforms, and the im2col path stays. Both classes.
   bool conv_winograd = false;
   size_t winograd_min_channels = 16;
 

@@ -1,10 +1,10 @@
-"""Winograd F(2x2, 3x3) convolution, the GPU form of 3x3 stride-1 convolutions (kernels_cl/winograd.cl,
+"""Winograd F(2x2, 3x3) convolution, the form of 3x3 stride-1 convolutions from 16 channels (kernels_cl/winograd.cl,
 aten/native/conv_winograd.cpp): forward, input gradient (and the weight and bias gradients, which stay on
 the GEMM path) against CPU through autograd, for odd sizes (partial last tiles), paddings 0 to 3,
 channel counts that are multiples of nothing, batch 1 and more, bias on and off, non-contiguous and
 channels_last inputs, transposed convolutions, float32 and float64; which convolutions it serves.
 
-It serves devices of the GPU kernel class: scripts/test.sh runs this file with TORCH_OPENCL_KERNEL_CLASS=gpu.
+It serves both kernel classes (its GEMMs are the class's): scripts/test.sh runs this file in each.
 The device's minimum channel count (runtime/kernel_forms.h) is lowered to 1 here, so small shapes reach it."""
 import pytest
 import torch
@@ -17,8 +17,8 @@ DEV = "opencl"
 PROPS = torch.opencl.get_device_properties(0)
 WINOGRAD, MIN_CHANNELS = torch_opencl._C._winograd_min_channels(0)
 
-pytestmark = pytest.mark.skipif(not WINOGRAD, reason="Winograd convolution serves the GPU kernel class "
-                                "(scripts/test.sh runs this file with TORCH_OPENCL_KERNEL_CLASS=gpu)")
+pytestmark = pytest.mark.skipif(not WINOGRAD, reason="this device does not take Winograd convolutions "
+                                "(runtime/kernel_forms.h's conv_winograd)")
 WINOGRAD_KERNELS = {"winograd_filter", "winograd_input", "winograd_output"}
 
 
