@@ -60,6 +60,7 @@ loss.backward()
 params = [torch.randn(10, device=dev, requires_grad=True) for _ in range(2)]
 sum(p.sum() for p in params).backward()
 torch.optim.Adam(params).step(); torch.optim.Adam(params, fused=True).step()                # foreach.cl, optim.cl
+torch.zeros(1 << 20, device=dev).clone()                                  # bulk_memory.cl (where the driver's are slow)
 # torch.compile's graph programs: inductor.cl (with philox.cl) and the kernels generated after it, one program.
 torch.compile(lambda a: (torch.sigmoid(a) * 2 + a.double().exp().float()).sum(1) + torch.rand_like(a).amax(1))(xd)
 torch.opencl.synchronize()
@@ -98,6 +99,8 @@ def test_every_embedded_source_compiles_without_a_warning(tmp_path):
     # one no operator above reaches, must join the operators above.
     texts = [source for source, _ in programs]
     missing = [name for name, text in _C._embedded_sources().items() if not any(text in s for s in texts)]
+    if not _C._device_properties(0)["kernel_fill_min_bytes"]:  # the driver's fills and copies serve this device
+        missing = [name for name in missing if name != "bulk_memory.cl"]
     assert not missing, f"kernel files no recorded program compiles (add an operator that uses them): {missing}"
     assert gpu - cpu, "the gpu class builds no program of its own: is its WG define still in?"
 
