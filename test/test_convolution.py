@@ -212,3 +212,19 @@ def test_sample_larger_than_a_chunk_changes_layout_through_aten():
     # One sample of 64 x 256 x 256 = 4.2M output elements: permute and copy instead of the layout kernels.
     f64 = dict(dtype=torch.float64)
     run_both(F.conv2d, rnd(1, 1, 256, 256, **f64), rnd(64, 1, 3, 3, seed=1, **f64), rnd(64, seed=2, **f64), padding=1)
+
+
+def test_layout_kernels_follow_the_class():
+    # The CPU class changes layout a line per work-item (kernel_forms' copy_lines), the GPU class folds the
+    # batch into the GEMMs' columns instead; both against CPU (forward and every gradient).
+    from _device_helpers import kernel_class, launched_kernels
+    x, w, b = rnd(5, 3, 7, 6), rnd(4, 3, 3, 3, seed=1), rnd(4, seed=2)
+    run_both(F.conv2d, x, w, b, padding=1)
+    xs = [t.to("opencl").requires_grad_() for t in (x, w, b)]
+    with launched_kernels() as names:
+        F.conv2d(*xs, padding=1).sum().backward()
+        torch.opencl.synchronize()
+    if kernel_class() == "cpu":
+        assert {"rows_to_channels_lines", "channels_to_rows_lines"} <= set(names)
+    else:
+        assert not {"rows_to_channels_lines", "channels_to_rows_lines", "rows_to_channels"} & set(names)

@@ -172,6 +172,9 @@ tocl::BufferArg shifted(const at::Tensor& t, int64_t elements) {
   return b;
 }
 
+// Whether the layout kernels take their CPU form, a work-item per line (kernel_forms' copy_lines).
+bool lines(const at::Tensor& t) { return tocl::kernel_forms(device_index(t)).copy_lines; }
+
 // Runs a layout kernel over the batch in chunks of whole samples of O * L elements each:
 // set(kernel, first sample, samples) sets the arguments and returns the chunk's work-item count.
 template <class Set>
@@ -204,6 +207,14 @@ at::Tensor channels_last(const Conv2d& c, const at::Tensor& t4) {
   const auto in = t4.contiguous();
   auto rows = at::empty({N * L, O}, t4.options());
   if (rows.numel() == 0) return rows;
+  if (lines(rows)) {
+    launch_by_samples("channels_to_rows_lines", c, rows, [&](cl_kernel k, int64_t first, int64_t n) {
+      tocl::set_args(k, shifted(in, first * O * L), shifted(rows, first * O * L), static_cast<cl_int>(O),
+                     static_cast<cl_int>(L), static_cast<cl_int>(n * L));
+      return n * L;
+    });
+    return rows;
+  }
   launch_by_samples("channels_to_rows", c, rows, [&](cl_kernel k, int64_t first, int64_t n) {
     tocl::set_args(k, shifted(in, first * O * L), shifted(rows, first * O * L), static_cast<cl_int>(O),
                    static_cast<cl_int>(L), 1.0f / O, 1.0f / L, static_cast<cl_int>(n * O * L));
@@ -232,6 +243,15 @@ at::Tensor conv_forward(const Conv2d& c, const at::Tensor& x4, const at::Tensor&
     return out;
   }
   const at::Tensor b = bias.defined() ? bias.to(out.scalar_type()).contiguous() : out;
+  if (lines(out)) {
+    launch_by_samples("rows_to_channels_lines", c, out, [&](cl_kernel k, int64_t first, int64_t n) {
+      tocl::set_args(k, shifted(outR, first * L * O), shifted(out, first * O * L), buffer_arg(b),
+                     static_cast<cl_int>(bias.defined()), static_cast<cl_int>(O), static_cast<cl_int>(L),
+                     static_cast<cl_int>(n * O));
+      return n * O;
+    });
+    return out;
+  }
   launch_by_samples("rows_to_channels", c, out, [&](cl_kernel k, int64_t first, int64_t n) {
     tocl::set_args(k, shifted(outR, first * L * O), shifted(out, first * O * L), buffer_arg(b),
                    static_cast<cl_int>(bias.defined()), static_cast<cl_int>(O), static_cast<cl_int>(L), 1.0f / O,
