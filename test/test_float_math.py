@@ -1,7 +1,8 @@
-"""Float log, log2, log10, log1p, expm1, pow, sin, cos and tan (kernels_cl/float_math.cl on PoCL's CPU
+"""Float log, log2, log10, log1p, expm1, pow, sin, cos, tan, atan, asin and acos (kernels_cl/float_math.cl on PoCL's CPU
 device, the driver's elsewhere) against CPU PyTorch in ulps over every kind of float: 2^20 random bit
 patterns (subnormals, huge values, NaN), dense ranges where the functions lose digits (near 1 for the
-logarithms, near 0 for log1p and expm1, near multiples of pi/2 for sin, cos and tan), powers of two and
+logarithms, near 0 for log1p and expm1, near multiples of pi/2 for sin, cos and tan, all of [-1, 1] for
+asin and acos), powers of two and
 the special values; NaN, infinities and the sign of zero exactly. Also the functions built on them
 (softplus, logsigmoid, BCE, ELU; randn's Box-Muller is test_random.py's) and torch.compile's code, and
 float erf (ours on every device) with GELU."""
@@ -18,11 +19,14 @@ import torch_opencl  # noqa: F401
 
 DEV = "opencl"
 FUNCTIONS = {"log": torch.log, "log2": torch.log2, "log10": torch.log10, "log1p": torch.log1p, "expm1": torch.expm1,
-             "sin": torch.sin, "cos": torch.cos, "tan": torch.tan}
+             "sin": torch.sin, "cos": torch.cos, "tan": torch.tan, "atan": torch.atan, "asin": torch.asin,
+             "acos": torch.acos}
 OWN = torch_opencl._C._device_properties(0)["own_float_math"]
-# Bounds in ulps: ours measured within 1.5 (pow, sin, cos and tan within 0.5); the driver's, the OpenCL C spec's.
-ULPS = {name: 2 for name in FUNCTIONS} if OWN else {"log": 3, "log2": 3, "log10": 3, "log1p": 2, "expm1": 3,
-                                                    "sin": 4, "cos": 4, "tan": 5}
+# Bounds in ulps: ours measured within 1.5 (pow, sin, cos and tan within 0.5; Cephes' atan and asin 2.2 and
+# 2.3); the driver's, the OpenCL C spec's.
+ULPS = ({**{name: 2 for name in FUNCTIONS}, "atan": 2.5, "asin": 2.5} if OWN else
+        {"log": 3, "log2": 3, "log10": 3, "log1p": 2, "expm1": 3, "sin": 4, "cos": 4, "tan": 5, "atan": 5,
+         "asin": 4, "acos": 4})
 POW_ULPS = 1 if OWN else 16
 
 
@@ -45,6 +49,7 @@ def inputs() -> torch.Tensor:
         special,
         torch.linspace(0.5, 2.0, 65537),                # log near 1
         torch.linspace(-0.75, 0.75, 65537),             # log1p and expm1 near 0
+        torch.linspace(-1.0, 1.0, 131073),              # asin and acos
         torch.logspace(-30, 30, 4097, base=10.0) * torch.tensor([1.0, -1.0]).repeat(2049)[:4097],
         torch.exp2(torch.arange(-149, 128, dtype=torch.float32)),  # every power of two
         (torch.arange(1, 65537, dtype=torch.float64) * (math.pi / 2)).float(),  # nearest floats to k pi/2
@@ -155,9 +160,9 @@ def test_functions_built_on_log_and_expm1():
 def test_double_keeps_full_precision():
     if not torch_opencl._C._device_properties(0)["fp64"]:
         pytest.skip("the device has no fp64")
-    x = torch.linspace(0.5, 2.0, 10001, dtype=torch.float64)
+    x = torch.linspace(0.5, 2.0, 10001, dtype=torch.float64)  # asin and acos: NaN above 1, as CPU's
     for fn in FUNCTIONS.values():
-        torch.testing.assert_close(fn(x.to(DEV)).cpu(), fn(x), rtol=1e-14, atol=1e-15)
+        torch.testing.assert_close(fn(x.to(DEV)).cpu(), fn(x), rtol=1e-14, atol=1e-15, equal_nan=True)
 
 
 def test_compiled_graph_takes_the_same_functions():
