@@ -1,4 +1,4 @@
-// Winograd F(2x2, 3x3) for 3x3, stride-1 convolutions (GPU form, aten/native/conv_winograd.cpp).
+// Winograd F(2x2, 3x3) for 3x3, stride-1 convolutions (both kernel classes, aten/native/conv_winograd.cpp).
 // A 2x2 block of outputs ("tile") comes from a 4x4 input patch with 16 multiplies per (in, out) channel
 // pair instead of 36: Y = A^T [ (G g G^T) .* (B^T d B) ] A, the elementwise product summed over input
 // channels as 16 GEMMs (one per position e of the 4x4 transformed tile) run by the batched tiled GEMM:
