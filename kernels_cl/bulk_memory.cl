@@ -1,5 +1,6 @@
 // Contiguous fills and copies, for drivers whose clEnqueueFillBuffer and clEnqueueCopyBuffer run on one
-// host thread (PoCL's CPU device: runtime/kernel_forms.h's bulk_memory_kernels). A work-item takes a
+// host thread (PoCL's CPU device: runtime/kernel_forms.h's kernel_fill_min_bytes and kernel_copy_min_bytes,
+// runtime/memcpy.cpp). A work-item takes a
 // contiguous chunk of whole 16-vectors of the unit (the type the pattern or the alignment allows), so
 // the work spreads over the cores and each loop is one vector load and store; the last work-item also
 // takes the tail past the last whole vector. Offsets and counts are in units.

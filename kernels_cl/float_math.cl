@@ -256,8 +256,8 @@ TOCL_MATH_INLINE float tocl_tanf(float x) {
 #endif  // cl_khr_fp64
 
 // atan, asin and acos: Cephes' atanf and asinf (S. L. Moshier), straight-line, pi/2, pi/4 and pi added in
-// two parts (within 2 ulp; 2.8 and 2.3 with them in one): PoCL's are
-// scalar calls (atan 28 ns an element, asin 12, acos 17). atan reduces |x| to [0, tan(pi/8)] by
+// two parts (within 2.2, 2.3 and 1.1 ulp; atan was 2.8 with them in one): PoCL's are scalar calls (atan
+// 28 ns an element, asin 12, acos 17). atan reduces |x| to [0, tan(pi/8)] by
 // atan(x) = pi/2 + atan(-1/x) above tan(3pi/8) and pi/4 + atan((x - 1) / (x + 1)) above tan(pi/8), one
 // division serving both, then an odd polynomial. NaN fails every comparison and stays NaN.
 TOCL_MATH_INLINE float tocl_atanf(float x) {

@@ -120,6 +120,9 @@ __kernel void norm_rows_param_backward(__global T_T* dweight, ulong dw_offset, _
 #define BN_LANES 8
 #define BN_RUN 4096
 
+// The BN_LANES lanes' total, in a fixed tree.
+inline ACC bn_lanes_total(const ACC* a) { return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7])); }
+
 // Sums over the S elements of a plane: of x - shift, or with `square` of (x - shift)^2, or with `grad` of
 // g (into *sg) and g * (x - shift) (returned).
 inline ACC bn_plane_sum(__global const T_T* x, long S, ACC shift, int square) {
@@ -141,7 +144,7 @@ inline ACC bn_plane_sum(__global const T_T* x, long S, ACC shift, int square) {
       for (int l = 0; l < BN_LANES; ++l) acc[l] += (ACC)LOAD_T(x, s + l) - shift;
     for (; s < S; ++s) acc[0] += (ACC)LOAD_T(x, s) - shift;
   }
-  return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+  return bn_lanes_total(acc);
 }
 
 inline ACC bn_plane_grad_sums(__global const T_T* g, __global const T_T* x, long S, ACC mean, ACC* sg) {
@@ -159,8 +162,8 @@ inline ACC bn_plane_grad_sums(__global const T_T* g, __global const T_T* x, long
     ag[0] += gv;
     agx[0] += gv * ((ACC)LOAD_T(x, s) - mean);
   }
-  *sg += ((ag[0] + ag[4]) + (ag[2] + ag[6])) + ((ag[1] + ag[5]) + (ag[3] + ag[7]));
-  return ((agx[0] + agx[4]) + (agx[2] + agx[6])) + ((agx[1] + agx[5]) + (agx[3] + agx[7]));
+  *sg += bn_lanes_total(ag);
+  return bn_lanes_total(agx);
 }
 
 // Training statistics: save_mean, save_invstd, and the running stats when has_running

@@ -134,8 +134,8 @@ struct KernelForms {
   bool deferred_index_checks = false;
 
   // ---- Math library ----
-  // Float log, log2, log10, log1p, expm1, pow, sin, cos, tan, atan, asin and acos from kernels_cl/float_math.cl instead of
-  // the driver's, where the driver's are slow: PoCL's CPU device (8-16 ns an element, pow 70, against
+  // Float log, log2, log10, log1p, expm1, pow, sin, cos, tan, atan, asin and acos from kernels_cl/float_math.cl
+  // instead of the driver's, where the driver's are slow: PoCL's CPU device (8-16 ns an element, pow 70, against
   // 0.5-3.5, 1M floats on a 2-core EPYC; bench/bench_math.py). Not a kernel-class choice: it follows the driver, whatever the class.
   // TORCH_OPENCL_OWN_FLOAT_MATH=0|1 overrides it.
   bool own_float_math = false;

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_opencl  # noqa: F401
+from _device_helpers import kernel_class, launched_kernels
 
 DEV = "opencl"
 HAS_FP64 = torch.opencl.get_device_properties(0).fp64
@@ -217,7 +218,6 @@ def test_sample_larger_than_a_chunk_changes_layout_through_aten():
 def test_layout_kernels_follow_the_class():
     # The CPU class changes layout a line per work-item (kernel_forms' copy_lines), the GPU class folds the
     # batch into the GEMMs' columns instead; both against CPU (forward and every gradient).
-    from _device_helpers import kernel_class, launched_kernels
     x, w, b = rnd(5, 3, 7, 6), rnd(4, 3, 3, 3, seed=1), rnd(4, seed=2)
     run_both(F.conv2d, x, w, b, padding=1)
     xs = [t.to("opencl").requires_grad_() for t in (x, w, b)]

@@ -308,10 +308,10 @@ Launch choose_launch(int device, const Plan& plan, bool columns) {
   }
   if (!plan.inner_contiguous && plan.M >= 16 && columns) {
     // 16 outputs a work-item as one vector, four rows apart in four (from one vector's worth of outputs: the
-    // groups below took 234 us for sum(0) of 4096x16 and 470 for 4096x32 on PoCL, one output a group). Up to 4 * kColumnChunk rows in one
-    // pass, so that no running sum adds more than kColumnChunk rows (which keeps the rounding of long
-    // columns near CPU's) and a bias gradient stays one launch; longer columns in chunks of kColumnChunk
-    // rows, whose sums reduce_outer_partials adds.
+    // groups below took 234 us for sum(0) of 4096x16 and 470 for 4096x32 on PoCL, one output a group). Up to
+    // 4 * kColumnChunk rows in one pass, so that no running sum adds more than kColumnChunk rows (which keeps
+    // the rounding of long columns near CPU's) and a bias gradient stays one launch; longer columns in chunks
+    // of kColumnChunk rows, whose sums reduce_outer_partials adds.
     l.kind = Kind::Columns;
     l.local = std::min<int64_t>(64, max_local);  // reduce_outer_partials' group
     l.nchunks = plan.R <= 4 * kColumnChunk ? 1 : (plan.R + kColumnChunk - 1) / kColumnChunk;
