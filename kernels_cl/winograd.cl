@@ -7,13 +7,13 @@
 // The host prepends the dtype defines (T_T, ACC); sizes are arguments; index math is 32-bit (the host
 // checks that every buffer has fewer than 2^31 elements).
 
-// B^T d B for the 4x4 patch of every (channel q, tile p): one work-item each, consecutive work-items on
-// consecutive tiles (coalesced stores of V). The patch of tile (ty, tx) starts at input row 2 ty - pad_h,
+// B^T d B for the 4x4 patch of every (channel q, tile p), the GPU form: one work-item each, consecutive work-items
+// on consecutive tiles (coalesced stores of V). The patch of tile (ty, tx) starts at input row 2 ty - pad_h,
 // column 2 tx - pad_w; positions outside the input read 0 (the padding; a negative pad crops).
-// x has any strides. total = Q * P; V is (16, Q, P) contiguous.
+// x has any strides. total = Q * P; V is (16, Q, P), its planes `plane` elements apart (rows contiguous).
 __kernel void winograd_input(__global const T_T* x, ulong x_off, __global T_T* v, ulong v_off, int Q, int H, int W,
                              long x_sn, long x_sc, long x_sh, long x_sw, int pad_h, int pad_w, int tiles_h,
-                             int tiles_w, int P) {
+                             int tiles_w, int P, int plane) {
   const int i = get_global_id(0);
   if (i >= Q * P) return;
   const int q = i / P, p = i - q * P;
@@ -43,13 +43,64 @@ __kernel void winograd_input(__global const T_T* x, ulong x_off, __global T_T* v
   }
   // Columns: t B.
   __global T_T* dst = v + v_off + q * P + p;
-  const int plane = Q * P;
 #pragma unroll
   for (int a = 0; a < 4; ++a) {
     dst[(4 * a + 0) * plane] = (T_T)(t[a][0] - t[a][2]);
     dst[(4 * a + 1) * plane] = (T_T)(t[a][1] + t[a][2]);
     dst[(4 * a + 2) * plane] = (T_T)(t[a][2] - t[a][1]);
     dst[(4 * a + 3) * plane] = (T_T)(t[a][1] - t[a][3]);
+  }
+}
+
+// The CPU form (kernel_forms' winograd_lines): a work-item per row of tiles (q, n, ty), sliding along it. Each
+// input column is read once (its B^T transform kept for the next tile, which shares two columns), and the
+// index arithmetic is per row. total = Q * N * tiles_h.
+__kernel void winograd_input_lines(__global const T_T* x, ulong x_off, __global T_T* v, ulong v_off, int Q, int H,
+                                   int W, long x_sn, long x_sc, long x_sh, long x_sw, int pad_h, int pad_w,
+                                   int tiles_h, int tiles_w, int P, int plane) {
+  const int rows = P / tiles_w;
+  const int i = get_global_id(0);
+  if (i >= Q * rows) return;
+  const int q = i / rows, row = i - q * rows;
+  const int n = row / tiles_h, ty = row - n * tiles_h;
+  __global const T_T* src = x + x_off + n * x_sn + q * x_sc;
+  __global T_T* dst = v + v_off + q * P + row * tiles_w;
+  bool row_in[4];
+  long row_at[4];
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    const int y = 2 * ty - pad_h + a;
+    row_in[a] = y >= 0 && y < H;
+    row_at[a] = y * x_sh;
+  }
+  // c[j][b]: B^T applied to column b of the current 4x4 window. Columns 2 and 3 become the next tile's 0 and 1.
+  ACC c[4][4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) c[j][2] = c[j][3] = (ACC)0;  // shifted into columns 0 and 1 first, then overwritten
+  for (int col = 0; col < 4 + 2 * (tiles_w - 1); col += 2) {
+#pragma unroll
+    for (int b = 0; b < 2; ++b) {
+      const int xx = col - pad_w + b;
+      const bool col_in = xx >= 0 && xx < W;
+      ACC d[4];
+#pragma unroll
+      for (int a = 0; a < 4; ++a) d[a] = (row_in[a] && col_in) ? (ACC)src[row_at[a] + xx * x_sw] : (ACC)0;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) c[j][b] = c[j][b + 2];
+      c[0][b + 2] = d[0] - d[2];
+      c[1][b + 2] = d[1] + d[2];
+      c[2][b + 2] = d[2] - d[1];
+      c[3][b + 2] = d[1] - d[3];
+    }
+    if (col == 0) continue;  // the first two columns only fill the window
+    __global T_T* o = dst + col / 2 - 1;
+#pragma unroll
+    for (int a = 0; a < 4; ++a) {
+      o[(4 * a + 0) * plane] = (T_T)(c[a][0] - c[a][2]);
+      o[(4 * a + 1) * plane] = (T_T)(c[a][1] + c[a][2]);
+      o[(4 * a + 2) * plane] = (T_T)(c[a][2] - c[a][1]);
+      o[(4 * a + 3) * plane] = (T_T)(c[a][1] - c[a][3]);
+    }
   }
 }
 
@@ -92,18 +143,17 @@ __kernel void winograd_filter(__global const T_T* w, ulong w_off, __global T_T* 
 }
 
 // A^T m A (+ bias[r]) for every (row r, tile p): the 2x2 outputs of the tile that lie inside (OH, OW) (the last
-// row or column of tiles is partial when OH or OW is odd). A^T = [1 1 1 0; 0 1 -1 -1]. M is (16, R, P)
-// contiguous, out (N, R, OH, OW) contiguous. total = R * P.
+// row or column of tiles is partial when OH or OW is odd). A^T = [1 1 1 0; 0 1 -1 -1]. M is (16, R, P),
+// with its planes `plane` elements apart (rows contiguous), out (N, R, OH, OW) contiguous. total = R * P.
 __kernel void winograd_output(__global const T_T* m, ulong m_off, __global T_T* out, ulong out_off,
                               __global const T_T* bias, ulong bias_off, int has_bias, int R, int OH, int OW,
-                              int tiles_h, int tiles_w, int P) {
+                              int tiles_h, int tiles_w, int P, int plane) {
   const int i = get_global_id(0);
   if (i >= R * P) return;
   const int r = i / P, p = i - r * P;
   const int tx = p % tiles_w, rest = p / tiles_w;
   const int ty = rest % tiles_h, n = rest / tiles_h;
   __global const T_T* src = m + m_off + i;
-  const int plane = R * P;
   ACC t[2][4];  // A^T m
 #pragma unroll
   for (int b = 0; b < 4; ++b) {
@@ -120,5 +170,39 @@ __kernel void winograd_output(__global const T_T* m, ulong m_off, __global T_T* 
     if (y + a >= OH) break;
     dst[a * OW] = (T_T)(t[a][0] + t[a][1] + t[a][2] + b0);
     if (xx + 1 < OW) dst[a * OW + 1] = (T_T)(t[a][1] - t[a][2] - t[a][3] + b0);
+  }
+}
+
+// The CPU form of winograd_output: a work-item per row of tiles (r, n, ty), along it. total = R * N * tiles_h.
+__kernel void winograd_output_lines(__global const T_T* m, ulong m_off, __global T_T* out, ulong out_off,
+                                    __global const T_T* bias, ulong bias_off, int has_bias, int R, int OH, int OW,
+                                    int tiles_h, int tiles_w, int P, int plane) {
+  const int rows = P / tiles_w;
+  const int i = get_global_id(0);
+  if (i >= R * rows) return;
+  const int r = i / rows, row = i - r * rows;
+  const int n = row / tiles_h, ty = row - n * tiles_h;
+  __global const T_T* src = m + m_off + r * P + row * tiles_w;
+  const int y = 2 * ty;
+  __global T_T* dst = out + out_off + ((n * R + r) * OH + y) * OW;
+  const bool second_row = y + 1 < OH;
+  const ACC b0 = has_bias ? (ACC)bias[bias_off + r] : (ACC)0;
+  for (int tx = 0; tx < tiles_w; ++tx) {
+    ACC t[2][4];  // A^T m
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      const ACC m0 = (ACC)src[b * plane + tx], m1 = (ACC)src[(4 + b) * plane + tx];
+      const ACC m2 = (ACC)src[(8 + b) * plane + tx], m3 = (ACC)src[(12 + b) * plane + tx];
+      t[0][b] = m0 + m1 + m2;
+      t[1][b] = m1 - m2 - m3;
+    }
+    const int xx = 2 * tx;
+    const bool second_col = xx + 1 < OW;
+    dst[xx] = (T_T)(t[0][0] + t[0][1] + t[0][2] + b0);
+    if (second_col) dst[xx + 1] = (T_T)(t[0][1] - t[0][2] - t[0][3] + b0);
+    if (second_row) {
+      dst[OW + xx] = (T_T)(t[1][0] + t[1][1] + t[1][2] + b0);
+      if (second_col) dst[OW + xx + 1] = (T_T)(t[1][1] - t[1][2] - t[1][3] + b0);
+    }
   }
 }

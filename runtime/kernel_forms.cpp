@@ -50,6 +50,9 @@ KernelForms choose(const DeviceInfo& d) {
   // 13.4 -> 6.7; batch 32 of 32 -> 64 channels at 32x32 15.7 -> 13.2 / 28.3 -> 17.2; the digits CNN's 16 -> 32
   // at 8x8 (batch 64) 1.23 -> 1.06 / 1.42 -> 1.43.
   f.conv_winograd = true;
+  // PoCL, the transforms a tile per item -> a row of tiles per item, us: input 352 -> 285 for the digits CNN's
+  // 64x16x8x8, 16582 -> 12135 for 128x128x16x16; output 187 -> 141, 8094 -> 5350.
+  f.winograd_lines = !f.gpu();
   // Groups of the per-element kernels and the tree reductions: powers of two (the trees halve them), at
   // most 256 and the device's limit.
   size_t pow2_group = 1;

@@ -59,6 +59,9 @@ struct KernelForms {
   // GEMMs are too shallow (or short) to pay for the transforms, and the im2col path stays. Both classes.
   bool conv_winograd = false;
   size_t winograd_min_channels = 16;
+  // Its input and output transforms' CPU form: a work-item per row of tiles, sliding along it (each input
+  // column read once, index arithmetic per row). GPUs keep a work-item per tile (coalesced).
+  bool winograd_lines = false;
 
   // ---- Reductions, scans, embedding backward, index_add (aten/native/reduce.cpp, scan.cpp,
   // segment_sum.cpp). CPU forms give each work-item a contiguous run (which PoCL vectorises); GPU
