@@ -206,3 +206,91 @@ __kernel void winograd_output_lines(__global const T_T* m, ulong m_off, __global
     }
   }
 }
+
+// ---- The weight gradient, Winograd F(3x3, 2x2): dW[o][c] (3x3) = sum over tiles of the correlation of the
+// input patch d (4x4, the forward's B^T d B above) with the tile's 2x2 of grad_output h:
+//   dW[o][c] = G^T [ sum_p (A h A^T)[o][p] .* (B^T d B)[c][p] ] G,
+// A (4x2) and G (4x3) the forward's A and G (the transposition principle swaps the filter and output
+// transforms). The sum over tiles is the K dimension of 16 GEMMs, (O, P) @ (P, C).
+
+// A h A^T for every (channel o, tile p), A = [1 0; 1 1; 1 -1; 0 -1]: h[t][s] = go[n][o][2 ty + t][2 tx + s], 0
+// past (OH, OW). go has any strides. H is (16, O, P), its planes `plane` elements apart. The GPU form: a
+// work-item per tile. total = O * P.
+inline void winograd_grad_tile(__global const T_T* g, long g_sh, long g_sw, bool second_row, bool second_col,
+                               __global T_T* dst, int plane) {
+  ACC h[2][2];
+  h[0][0] = (ACC)g[0];
+  h[0][1] = second_col ? (ACC)g[g_sw] : (ACC)0;
+  h[1][0] = second_row ? (ACC)g[g_sh] : (ACC)0;
+  h[1][1] = second_row && second_col ? (ACC)g[g_sh + g_sw] : (ACC)0;
+  ACC r[4][2];  // A h
+#pragma unroll
+  for (int s = 0; s < 2; ++s) {
+    r[0][s] = h[0][s];
+    r[1][s] = h[0][s] + h[1][s];
+    r[2][s] = h[0][s] - h[1][s];
+    r[3][s] = -h[1][s];
+  }
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {  // (A h) A^T
+    dst[(4 * a + 0) * plane] = (T_T)r[a][0];
+    dst[(4 * a + 1) * plane] = (T_T)(r[a][0] + r[a][1]);
+    dst[(4 * a + 2) * plane] = (T_T)(r[a][0] - r[a][1]);
+    dst[(4 * a + 3) * plane] = (T_T)(-r[a][1]);
+  }
+}
+
+__kernel void winograd_grad_output(__global const T_T* go, ulong go_off, __global T_T* hgo, ulong hgo_off, int O,
+                                   int OH, int OW, long g_sn, long g_so, long g_sh, long g_sw, int tiles_h,
+                                   int tiles_w, int P, int plane) {
+  const int i = get_global_id(0);
+  if (i >= O * P) return;
+  const int o = i / P, p = i - o * P;
+  const int tx = p % tiles_w, r = p / tiles_w;
+  const int ty = r % tiles_h, n = r / tiles_h;
+  const int y = 2 * ty, xx = 2 * tx;
+  winograd_grad_tile(go + go_off + n * g_sn + o * g_so + y * g_sh + xx * g_sw, g_sh, g_sw, y + 1 < OH,
+                     xx + 1 < OW, hgo + hgo_off + o * P + p, plane);
+}
+
+// The CPU form (kernel_forms' winograd_lines): a work-item per row of tiles (o, n, ty). total = O * N * tiles_h.
+__kernel void winograd_grad_output_lines(__global const T_T* go, ulong go_off, __global T_T* hgo, ulong hgo_off,
+                                         int O, int OH, int OW, long g_sn, long g_so, long g_sh, long g_sw,
+                                         int tiles_h, int tiles_w, int P, int plane) {
+  const int rows = P / tiles_w;
+  const int i = get_global_id(0);
+  if (i >= O * rows) return;
+  const int o = i / rows, row = i - o * rows;
+  const int n = row / tiles_h, ty = row - n * tiles_h;
+  const int y = 2 * ty;
+  __global const T_T* src = go + go_off + n * g_sn + o * g_so + y * g_sh;
+  __global T_T* dst = hgo + hgo_off + o * P + row * tiles_w;
+  for (int tx = 0; tx < tiles_w; ++tx)
+    winograd_grad_tile(src + 2 * tx * g_sw, g_sh, g_sw, y + 1 < OH, 2 * tx + 1 < OW, dst + tx, plane);
+}
+
+// G^T m G for every (o, c): the 3x3 weight gradient from the GEMMs' M (16, O, C), its planes `plane` elements
+// apart, G^T = [1 1/2 1/2 0; 0 1/2 -1/2 0; 0 1/2 1/2 1]. gw (O, C, 3, 3) contiguous. total = O * C.
+__kernel void winograd_weight(__global const T_T* m, ulong m_off, __global T_T* gw, ulong gw_off, int OC,
+                              int plane) {
+  const int i = get_global_id(0);
+  if (i >= OC) return;
+  __global const T_T* src = m + m_off + i;
+  const ACC one_half = (ACC)0.5;
+  ACC y[3][4];  // G^T m
+#pragma unroll
+  for (int b = 0; b < 4; ++b) {
+    const ACC m0 = (ACC)src[b * plane], m1 = (ACC)src[(4 + b) * plane];
+    const ACC m2 = (ACC)src[(8 + b) * plane], m3 = (ACC)src[(12 + b) * plane];
+    y[0][b] = m0 + one_half * (m1 + m2);
+    y[1][b] = one_half * (m1 - m2);
+    y[2][b] = one_half * (m1 + m2) + m3;
+  }
+  __global T_T* dst = gw + gw_off + 9 * i;
+#pragma unroll
+  for (int k = 0; k < 3; ++k) {  // (G^T m) G
+    dst[3 * k + 0] = (T_T)(y[k][0] + one_half * (y[k][1] + y[k][2]));
+    dst[3 * k + 1] = (T_T)(one_half * (y[k][1] - y[k][2]));
+    dst[3 * k + 2] = (T_T)(one_half * (y[k][1] + y[k][2]) + y[k][3]);
+  }
+}

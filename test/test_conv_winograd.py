@@ -1,6 +1,6 @@
 """Winograd F(2x2, 3x3) convolution, the form of 3x3 stride-1 convolutions from 16 channels (kernels_cl/winograd.cl,
-aten/native/conv_winograd.cpp): forward, input gradient (and the weight and bias gradients, which stay on
-the GEMM path) against CPU through autograd, for odd sizes (partial last tiles), paddings 0 to 3,
+aten/native/conv_winograd.cpp): forward, input gradient, weight gradient (F(3x3, 2x2)) and bias gradient
+against CPU through autograd, for odd sizes (partial last tiles), paddings 0 to 3,
 channel counts that are multiples of nothing, batch 1 and more, bias on and off, non-contiguous and
 channels_last inputs, transposed convolutions, float32 and float64; which convolutions it serves.
 
@@ -22,6 +22,8 @@ pytestmark = pytest.mark.skipif(not WINOGRAD, reason="this device does not take 
 # The transforms' CPU form takes a row of tiles per work-item (runtime/kernel_forms.h's winograd_lines).
 LINES = "_lines" if kernel_class() == "cpu" else ""
 WINOGRAD_KERNELS = {"winograd_filter", "winograd_input" + LINES, "winograd_output" + LINES}
+WEIGHT_GRAD_KERNELS = {"winograd_input" + LINES, "winograd_grad_output" + LINES, "winograd_weight"}
+ALL_KERNELS = WINOGRAD_KERNELS | WEIGHT_GRAD_KERNELS
 
 
 @pytest.fixture
@@ -74,8 +76,25 @@ def test_conv2d_and_gradients(any_channels, shape, padding, bias):
     n, c, o, h, w = shape
     names = check_against_cpu(F.conv2d, rnd(n, c, h, w), rnd(o, c, 3, 3, seed=1), rnd(o, seed=2) if bias else None,
                               1e-4, padding=padding)
-    # forward, and input gradient: the filter, input and output transforms twice each
-    assert sum(name in WINOGRAD_KERNELS for name in names) == 6, names
+    # forward and input gradient: the filter, input and output transforms twice each; weight gradient: the
+    # input, grad_output and weight transforms; no im2col
+    assert sum(name in ALL_KERNELS for name in names) == 9, names
+    assert {"winograd_grad_output" + LINES, "winograd_weight"} <= set(names) and "im2col" not in names, names
+
+
+def test_only_the_parameter_gradients(any_channels):
+    # A first layer's input needs no gradient: the backward computes the weight's and the bias's only.
+    x, w, b = rnd(3, 4, 9, 8), rnd(5, 4, 3, 3, seed=1), rnd(5, seed=2)
+    wc, bc = w.clone().requires_grad_(), b.clone().requires_grad_()
+    g = rnd(3, 5, 9, 8, seed=7)
+    F.conv2d(x, wc, bc, padding=1).backward(g)
+    wo, bo = w.to(DEV).requires_grad_(), b.to(DEV).requires_grad_()
+    with native_only(), launched_kernels() as names:
+        F.conv2d(x.to(DEV), wo, bo, padding=1).backward(g.to(DEV))
+        torch.opencl.synchronize()
+    torch.testing.assert_close(wo.grad.cpu(), wc.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(bo.grad.cpu(), bc.grad, rtol=1e-4, atol=1e-4)
+    assert sum(name in ALL_KERNELS for name in names) == 6, names  # forward 3, weight gradient 3
 
 
 def test_noncontiguous_and_channels_last_inputs(any_channels):
@@ -91,11 +110,13 @@ def test_noncontiguous_and_channels_last_inputs(any_channels):
 
 @pytest.mark.parametrize("padding", [0, 1])
 def test_conv_transpose2d(any_channels, padding):
-    # The transposed convolution's forward is the regular one's input gradient, and its input gradient that
-    # one's forward: both on Winograd.
+    # The transposed convolution's forward is the regular one's input gradient, its input gradient that
+    # one's forward and its weight gradient that one's with the roles of input and grad_output swapped: all
+    # on Winograd.
     names = check_against_cpu(F.conv_transpose2d, rnd(2, 5, 7, 6), rnd(5, 3, 3, 3, seed=1), rnd(3, seed=2), 1e-4,
                               padding=padding)
-    assert sum(name in WINOGRAD_KERNELS for name in names) == 6, names
+    assert sum(name in ALL_KERNELS for name in names) == 9, names
+    assert "winograd_weight" in names, names
 
 
 @pytest.mark.skipif(not PROPS.fp64, reason="device has no float64")
@@ -117,6 +138,26 @@ def test_float32_error_against_a_float64_reference():
         got = F.conv2d(x.to(DEV), w.to(DEV), padding=1).cpu()
     assert WINOGRAD_KERNELS <= set(names)  # the default minimum channel count lets 128 channels through
     direct = F.conv2d(x, w, padding=1)
+    scale = ref.abs().max().item()
+    winograd_err = (got.double() - ref).abs().max().item() / scale
+    direct_err = (direct.double() - ref).abs().max().item() / scale
+    assert winograd_err < 1e-5 and winograd_err < 8 * direct_err, (winograd_err, direct_err)
+
+
+@pytest.mark.skipif(not PROPS.fp64, reason="device has no float64")
+def test_weight_gradient_error_against_a_float64_reference():
+    # F(3x3, 2x2)'s float32 weight gradient against float64 CPU, next to CPU's direct float32 one, for a
+    # ResNet-like layer: each of its values sums N * OH * OW = 576 products per input channel.
+    # Measured on PoCL: 6.3e-7 of the largest value (CPU's direct float32: 1.1e-6).
+    x, go = rnd(4, 128, 12, 12, seed=3), rnd(4, 96, 12, 12, seed=5)
+    w_shape = (96, 128, 3, 3)
+    ref = torch.nn.grad.conv2d_weight(x.double(), w_shape, go.double(), padding=1)
+    direct = torch.nn.grad.conv2d_weight(x, w_shape, go, padding=1)
+    xo, wo = x.to(DEV), torch.zeros(w_shape, device=DEV, requires_grad=True)
+    with native_only(), launched_kernels() as names:
+        F.conv2d(xo, wo, padding=1).backward(go.to(DEV))
+        got = wo.grad.cpu()
+    assert WEIGHT_GRAD_KERNELS <= set(names)
     scale = ref.abs().max().item()
     winograd_err = (got.double() - ref).abs().max().item() / scale
     direct_err = (direct.double() - ref).abs().max().item() / scale

@@ -85,4 +85,48 @@ at::Tensor winograd_conv2d(const at::Tensor& x, const at::Tensor& w, const at::T
   return out;
 }
 
+at::Tensor winograd_weight_grad(const at::Tensor& x, const at::Tensor& grad_out, int64_t pad_h, int64_t pad_w) {
+  const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
+  const int64_t O = grad_out.size(1), OH = grad_out.size(2), OW = grad_out.size(3);
+  TORCH_INTERNAL_ASSERT(grad_out.size(0) == N && OH == H + 2 * pad_h - 2 && OW == W + 2 * pad_w - 2);
+  auto gw = at::empty({O, C, 3, 3}, x.options());
+  if (gw.numel() == 0) return gw;
+  if (N == 0 || OH <= 0 || OW <= 0) return gw.zero_();
+  const int64_t th = tiles(OH), tw = tiles(OW), P = N * th * tw;
+  const int device = device_index(x);
+  const int stream = tocl::current_stream(device);
+  const auto& forms = tocl::kernel_forms(device);
+  const bool lines = forms.winograd_lines;
+  const auto i32 = [](int64_t v) { return static_cast<cl_int>(v); };
+  const auto i64 = [](int64_t v) { return static_cast<cl_long>(v); };
+
+  // V (16, C, P): the forward's transformed input patches over the tiles of (OH, OW).
+  auto v = planes(C, P, x.options());
+  {
+    cl_kernel k = dtype_kernel(v, "winograd.cl", lines ? "winograd_input_lines" : "winograd_input");
+    tocl::set_args(k, buffer_arg(x), buffer_arg(v), i32(C), i32(H), i32(W), i64(x.stride(0)), i64(x.stride(1)),
+                   i64(x.stride(2)), i64(x.stride(3)), i32(pad_h), i32(pad_w), i32(th), i32(tw), i32(P),
+                   i32(v.stride(0)));
+    tocl::enqueue_1d(device, stream, k, lines ? C * N * th : C * P, forms.elementwise_group);
+  }
+  // Hg (16, O, P): the transformed 2x2 tiles of grad_output.
+  auto hg = planes(O, P, x.options());
+  {
+    cl_kernel k = dtype_kernel(hg, "winograd.cl", lines ? "winograd_grad_output_lines" : "winograd_grad_output");
+    tocl::set_args(k, buffer_arg(grad_out), buffer_arg(hg), i32(O), i32(OH), i32(OW), i64(grad_out.stride(0)),
+                   i64(grad_out.stride(1)), i64(grad_out.stride(2)), i64(grad_out.stride(3)), i32(th), i32(tw),
+                   i32(P), i32(hg.stride(0)));
+    tocl::enqueue_1d(device, stream, k, lines ? O * N * th : O * P, forms.elementwise_group);
+  }
+  // M[e] (O, C) = Hg[e] @ V[e]^T: the sum over tiles is the GEMMs' depth.
+  auto m = at::empty({16, O, C}, x.options());
+  gemm_batched(hg, v.transpose(1, 2), m, 1, 0);
+  {
+    cl_kernel k = dtype_kernel(gw, "winograd.cl", "winograd_weight");
+    tocl::set_args(k, buffer_arg(m), buffer_arg(gw), i32(O * C), i32(O * C));
+    tocl::enqueue_1d(device, stream, k, O * C, forms.elementwise_group);
+  }
+  return gw;
+}
+
 }  // namespace torch_opencl
