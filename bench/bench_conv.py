@@ -4,8 +4,9 @@ against CPU PyTorch in one run. Medians of --reps; ratio = cpu time / opencl tim
     python bench/bench_conv.py [--reps 5]
 
 --winograd instead compares, on opencl only, the two paths for 3x3 stride-1 convolutions: im2col + GEMM
-(the batch folded into the GEMMs' columns in the GPU class) against Winograd F(2x2, 3x3)
-(aten/native/conv_winograd.h), which both classes take from 16 channels, for the CNN shapes of
+(the batch folded into the GEMMs' columns in the GPU class) against Winograd, F(2x2, 3x3) for the forward
+and the input gradient and F(3x3, 2x2) for the weight gradient (aten/native/conv_winograd.h), which both
+classes take from 16 channels, for the CNN shapes of
 bench_vs_cuda.py at a smaller batch. TORCH_OPENCL_KERNEL_CLASS=gpu on PoCL runs the GPU forms (a sanity
 check: what they gain on a GPU wants a GPU to measure).
 
@@ -54,7 +55,7 @@ def winograd_comparison(batch, reps):
     if not enabled:
         raise SystemExit("this device does not take Winograd (runtime/kernel_forms.h's conv_winograd)")
     print(f"conv2d 3x3 stride 1 padding 1, float32, batch {batch}, median of {reps} (ms) on "
-          f"{torch.opencl.get_device_name()}: im2col + GEMM vs Winograd F(2x2,3x3)")
+          f"{torch.opencl.get_device_name()}: im2col + GEMM vs Winograd")
     print(f"{'channels x side':<16} {'pass':<18} {'gemm':>9} {'winograd':>9} {'gemm/winograd':>14}")
     for channels, side in CNN_SHAPES:
         x = torch.randn(batch, channels, side, side, device="opencl")
@@ -70,7 +71,12 @@ def winograd_comparison(batch, reps):
                                                 [True, False, False])
             torch.opencl.synchronize()
 
-        for name, run in (("forward", forward), ("input gradient", input_grad)):
+        def weight_grad():
+            torch.ops.aten.convolution_backward(g, x, w, [0], [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+                                                [False, True, False])
+            torch.opencl.synchronize()
+
+        for name, run in (("forward", forward), ("input gradient", input_grad), ("weight gradient", weight_grad)):
             times = []
             for threshold in (1 << 30, min_channels):  # above every channel count: Winograd off
                 _C._winograd_min_channels(0, threshold)
