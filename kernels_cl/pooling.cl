@@ -84,6 +84,30 @@ __kernel void max_pool2d_forward_3x3(__global T_T* out, ulong out_offset, __glob
   indices[ind_offset + e] = best_index;
 }
 
+// The commonest pooling, 2x2 windows of stride 2 without padding or dilation that lie inside the input
+// (IH >= 2 OH, IW >= 2 OW): four loads and no masks. PoCL: 2.1-2.6x faster than the 3x3 form (64x32x8x8 to
+// 32x64x56x56). Its backward stays the scatter below: four stores an output element measured slower than
+// zeroing grad_in and one store each.
+__kernel void max_pool2d_forward_2x2(__global T_T* out, ulong out_offset, __global long* indices, ulong ind_offset,
+                                     __global const T_T* in, ulong in_offset, int total, MaxPool p) {
+  const int e = get_global_id(0);
+  if (e >= total) return;
+  const int t = fast_div(e, p.OW, p.inv_OW);
+  const int ow = e - t * p.OW;
+  const int plane = fast_div(t, p.OH, p.inv_OH);
+  const int oh = t - plane * p.OH;
+  const int at = 2 * oh * p.IW + 2 * ow;
+  __global const T_T* src = in + in_offset + plane * (p.IH * p.IW);
+  const ACC v1 = LOAD_T(src, at + 1), v2 = LOAD_T(src, at + p.IW), v3 = LOAD_T(src, at + p.IW + 1);
+  ACC best = LOAD_T(src, at);
+  int best_index = at;
+  if (v1 > best || v1 != v1) best = v1, best_index = at + 1;
+  if (v2 > best || v2 != v2) best = v2, best_index = at + p.IW;
+  if (v3 > best || v3 != v3) best = v3, best_index = at + p.IW + 1;
+  STORE_T(out, out_offset + e, best);
+  indices[ind_offset + e] = best_index;
+}
+
 // Windows that do not overlap (stride >= extent in both dims): grad_in is zeroed first and each output
 // element stores its gradient at its index when that lies in its window (one writer per input element).
 __kernel void max_pool2d_backward_scatter(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out,

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from _device_helpers import native_only
+from _device_helpers import launched_kernels, native_only
 
 torch_opencl = pytest.importorskip("torch_opencl")
 if not torch.opencl.is_available():
@@ -125,6 +125,28 @@ def test_max_pool2d_kernel_paths(dtype, k, s, p, d, ceil):
     for x in (data(2, 3, 11, 10, dtype=dtype), data(2, 3, 10, 11, dtype=dtype).transpose(2, 3),
               data(2, 3, 11, 10, dtype=dtype).to(memory_format=torch.channels_last)):
         check_grad(lambda t: F.max_pool2d(t, k, s, p, d, ceil_mode=ceil), x)
+
+
+def test_max_pool2d_2x2_forms():
+    # 2x2 windows of stride 2 take their own forward kernel whenever the windows lie inside the input; the
+    # backward stores each gradient at its index (the scatter form), odd sizes leaving a row or column zero.
+    ties = torch.randint(0, 2, (2, 3, 8, 10), generator=torch.Generator().manual_seed(2)).float()
+    nans = data(1, 2, 6, 6)
+    nans[0, 0, 0, 1] = nans[0, 0, 1, 0] = float("nan")  # two NaNs in one window: CPU takes the last one
+    nans[0, 1, 3, 3] = float("nan")
+    for x in (ties, data(2, 3, 9, 7), nans):
+        xd = x.to(DEV).requires_grad_()
+        with native_only(), launched_kernels() as names:
+            y, idx = F.max_pool2d(xd, 2, return_indices=True)
+            y.backward(torch.arange(y.numel(), dtype=y.dtype, device=DEV).view(y.shape))
+            torch.opencl.synchronize()
+        xc = x.clone().requires_grad_()
+        yc, idxc = F.max_pool2d(xc, 2, return_indices=True)
+        yc.backward(torch.arange(yc.numel(), dtype=yc.dtype).view(yc.shape))
+        torch.testing.assert_close(y.detach().cpu(), yc.detach(), equal_nan=True)
+        assert torch.equal(idx.cpu(), idxc)
+        torch.testing.assert_close(xd.grad.cpu(), xc.grad)
+        assert {"max_pool2d_forward_2x2", "max_pool2d_backward_scatter"} <= set(names), names
 
 
 def test_max_pool2d_ties_overlapping_windows():

@@ -96,6 +96,12 @@ void for_plane_chunks(int64_t planes, const Pool& p, F launch_chunk) {
   for (int64_t first = 0; first < planes; first += chunk) launch_chunk(first, std::min(chunk, planes - first));
 }
 
+// 2x2 windows of stride 2, unpadded and undilated, inside the input: kernels_cl/pooling.cl's 2x2 forward.
+bool two_by_two(const Pool& p) {
+  return p.kH == 2 && p.kW == 2 && p.dH == 2 && p.dW == 2 && p.padH == 0 && p.padW == 0 && p.dilH == 1 &&
+         p.dilW == 1 && 2 * p.OH <= p.IH && 2 * p.OW <= p.IW;
+}
+
 tocl::BufferArg shifted(const Tensor& t, int64_t elements) {
   auto b = buffer_arg(t);
   b.offset += elements;
@@ -118,7 +124,9 @@ void max_pool_forward(const Tensor& self, IntArrayRef kernel, IntArrayRef stride
   const MaxPool mp = max_pool_params(p);
   auto ind = indices.is_contiguous() ? indices : at::empty(indices.sizes(), indices.options());
   into(out, [&](const Tensor& o) {
-    const char* name = p.kH <= 3 && p.kW <= 3 ? "max_pool2d_forward_3x3" : "max_pool2d_forward";
+    const char* name = two_by_two(p)                ? "max_pool2d_forward_2x2"
+                       : p.kH <= 3 && p.kW <= 3 ? "max_pool2d_forward_3x3"
+                                                : "max_pool2d_forward";
     cl_kernel k = dtype_kernel(in, "pooling.cl", name);
     for_plane_chunks(o.numel() / (p.OH * p.OW), p, [&](int64_t first, int64_t planes) {
       const int64_t at = first * p.OH * p.OW, total = planes * p.OH * p.OW;
