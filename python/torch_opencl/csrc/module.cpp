@@ -251,7 +251,7 @@ PYBIND11_MODULE(_C, m) {
     return std::make_tuple(p->rm, p->rn, p->bk, p->splits);
   });
   m.def("_set_tiled_gemm_enabled", &torch_opencl::set_tiled_gemm_enabled);
-  // Winograd convolution (GPU form): whether the device uses it, and its minimum channel count (tests lower it).
+  // Winograd convolution (both classes): whether the device uses it, and its minimum channel count (tests lower it).
   m.def("_winograd_min_channels", [](int device, std::optional<size_t> channels) {
     const auto& forms = tocl::kernel_forms(device);
     const auto old = std::make_pair(forms.conv_winograd, forms.winograd_min_channels);
