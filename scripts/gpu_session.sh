@@ -8,8 +8,9 @@
 #   bash scripts/gpu_session.sh DIR OUT bench   # build, then bench_vs_cuda (--fp32-cuda), bench_attention,
 #                                               # bench_compile (tiny: host overhead), bench_rowops
 #                                               # (fused cross_entropy against the composite), Winograd/im2col
-#   bash scripts/gpu_session.sh DIR OUT profile # build, then bench_compile --profile: the kernels of eager and
-#                                               # compiled steps by device time, where compiled ones lose
+#   bash scripts/gpu_session.sh DIR OUT profile # build, then bench_vs_cuda --profile (each training step's
+#                                               # operators by device time, opencl and cuda) and bench_compile
+#                                               # --profile (eager and compiled kernels by device time)
 #
 # DIR holds a copy of ../shared/gpu (see scripts/gpu_machine.sh) and DIR/wheels the test dependencies the
 # machine lacks (`pip download --no-deps -d DIR/wheels expecttest "hypothesis<6.150" pytest-xdist execnet
@@ -52,7 +53,10 @@ case "$phase" in
     step bench_winograd 60 python3 bench/bench_conv.py --winograd --batch 128
     ;;
   profile)
-    step bench_compile_profile 300 python3 bench/bench_compile.py --steps 5 --only gelu_mlp,layernorm,transformer,mlp --profile 5
+    # Where the training steps' device time goes on each device (the operators by device time), then
+    # the compiled blocks' kernels.
+    step bench_vs_cuda_profile 240 python3 bench/bench_vs_cuda.py --only training --steps 5 --profile
+    step bench_compile_profile 240 python3 bench/bench_compile.py --steps 5 --only gelu_mlp,layernorm,transformer,mlp --profile 5
     ;;
   *)
     echo "unknown phase '$phase': use suite, bench or profile" >&2
