@@ -21,16 +21,21 @@ typedef struct {
 
 #include "fast_div.cl"
 
+// Output element e's (plane, oh, ow).
+inline int3 output_at(int e, MaxPool p) {
+  const int t = fast_div(e, p.OW, p.inv_OW);
+  const int plane = fast_div(t, p.OH, p.inv_OH);
+  return (int3)(plane, t - plane * p.OH, e - t * p.OW);
+}
+
 // out and indices (position h * IW + w within the plane) as CPU: the first maximum, or the last NaN.
 // One work-item per output element.
 __kernel void max_pool2d_forward(__global T_T* out, ulong out_offset, __global long* indices, ulong ind_offset,
                                  __global const T_T* in, ulong in_offset, int total, MaxPool p) {
   const int e = get_global_id(0);
   if (e >= total) return;
-  const int t = fast_div(e, p.OW, p.inv_OW);
-  const int ow = e - t * p.OW;
-  const int plane = fast_div(t, p.OH, p.inv_OH);
-  const int oh = t - plane * p.OH;
+  const int3 at_out = output_at(e, p);
+  const int plane = at_out.x, oh = at_out.y, ow = at_out.z;
   // The window clipped to the input: loop bounds that differ between work-items keep PoCL from
   // splitting the loops at implicit barriers (uniform bounds measured 20x slower).
   int h0 = oh * p.dH - p.padH, w0 = ow * p.dW - p.padW;
@@ -58,10 +63,8 @@ __kernel void max_pool2d_forward_3x3(__global T_T* out, ulong out_offset, __glob
                                      __global const T_T* in, ulong in_offset, int total, MaxPool p) {
   const int e = get_global_id(0);
   if (e >= total) return;
-  const int t = fast_div(e, p.OW, p.inv_OW);
-  const int ow = e - t * p.OW;
-  const int plane = fast_div(t, p.OH, p.inv_OH);
-  const int oh = t - plane * p.OH;
+  const int3 at_out = output_at(e, p);
+  const int plane = at_out.x, oh = at_out.y, ow = at_out.z;
   const int hs = oh * p.dH - p.padH, ws = ow * p.dW - p.padW;
   __global const T_T* src = in + in_offset + plane * (p.IH * p.IW);
   ACC best = ACC_LOWEST;
@@ -92,10 +95,8 @@ __kernel void max_pool2d_forward_2x2(__global T_T* out, ulong out_offset, __glob
                                      __global const T_T* in, ulong in_offset, int total, MaxPool p) {
   const int e = get_global_id(0);
   if (e >= total) return;
-  const int t = fast_div(e, p.OW, p.inv_OW);
-  const int ow = e - t * p.OW;
-  const int plane = fast_div(t, p.OH, p.inv_OH);
-  const int oh = t - plane * p.OH;
+  const int3 at_out = output_at(e, p);
+  const int plane = at_out.x, oh = at_out.y, ow = at_out.z;
   const int at = 2 * oh * p.IW + 2 * ow;
   __global const T_T* src = in + in_offset + plane * (p.IH * p.IW);
   const ACC v1 = LOAD_T(src, at + 1), v2 = LOAD_T(src, at + p.IW), v3 = LOAD_T(src, at + p.IW + 1);
@@ -115,10 +116,8 @@ __kernel void max_pool2d_backward_scatter(__global T_T* grad_in, ulong gi_offset
                                           int total, MaxPool p) {
   const int e = get_global_id(0);
   if (e >= total) return;
-  const int t = fast_div(e, p.OW, p.inv_OW);
-  const int ow = e - t * p.OW;
-  const int plane = fast_div(t, p.OH, p.inv_OH);
-  const int oh = t - plane * p.OH;
+  const int3 at_out = output_at(e, p);
+  const int plane = at_out.x, oh = at_out.y, ow = at_out.z;
   const long index = indices[ind_offset + e];
   const int at = index >= 0 && index < p.IH * p.IW ? (int)index : 0;
   const int h = fast_div(at, p.IW, p.inv_IW), w = at - h * p.IW;
