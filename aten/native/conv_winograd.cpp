@@ -26,6 +26,25 @@ at::Tensor planes(int64_t rows, int64_t P, const at::TensorOptions& options) {
   return at::empty({16 * plane}, options).as_strided({16, rows, P}, {plane, P, 1});
 }
 
+cl_int i32(int64_t v) { return static_cast<cl_int>(v); }
+cl_long i64(int64_t v) { return static_cast<cl_long>(v); }
+
+// V (16, Q, P): B^T d B of the 4x4 patch of every (channel q of x, tile p), tiles (th, tw) per sample, the
+// patch of tile (ty, tx) starting at row 2 ty - pad_h and column 2 tx - pad_w. x has any strides.
+at::Tensor transformed_input(const at::Tensor& x, int64_t pad_h, int64_t pad_w, int64_t th, int64_t tw) {
+  const int64_t N = x.size(0), Q = x.size(1), P = N * th * tw;
+  const int device = device_index(x);
+  const auto& forms = tocl::kernel_forms(device);
+  const bool lines = forms.winograd_lines;  // the transforms' CPU form
+  auto v = planes(Q, P, x.options());
+  cl_kernel k = dtype_kernel(v, "winograd.cl", lines ? "winograd_input_lines" : "winograd_input");
+  tocl::set_args(k, buffer_arg(x), buffer_arg(v), i32(Q), i32(x.size(2)), i32(x.size(3)), i64(x.stride(0)),
+                 i64(x.stride(1)), i64(x.stride(2)), i64(x.stride(3)), i32(pad_h), i32(pad_w), i32(th), i32(tw),
+                 i32(P), i32(v.stride(0)));
+  tocl::enqueue_1d(device, tocl::current_stream(device), k, lines ? Q * N * th : Q * P, forms.elementwise_group);
+  return v;
+}
+
 }  // namespace
 
 bool winograd_serves(int device, int64_t N, int64_t C, int64_t O, int64_t H, int64_t W, int64_t OH, int64_t OW) {
@@ -52,26 +71,18 @@ at::Tensor winograd_conv2d(const at::Tensor& x, const at::Tensor& w, const at::T
   const int stream = tocl::current_stream(device);
   const auto& forms = tocl::kernel_forms(device);
   const bool lines = forms.winograd_lines;  // the transforms' CPU form
-  const auto i32 = [](int64_t v) { return static_cast<cl_int>(v); };
 
   // U (16, R, Q): the transformed filter, every call (weights change in place between steps).
   auto u = at::empty({16, R, Q}, x.options());
   {
     cl_kernel k = dtype_kernel(u, "winograd.cl", "winograd_filter");
     const cl_long w_sr = w.stride(adjoint ? 1 : 0), w_sq = w.stride(adjoint ? 0 : 1);
-    tocl::set_args(k, buffer_arg(w), buffer_arg(u), i32(R), i32(Q), w_sr, w_sq, static_cast<cl_long>(w.stride(2)),
-                   static_cast<cl_long>(w.stride(3)), static_cast<cl_int>(adjoint));
+    tocl::set_args(k, buffer_arg(w), buffer_arg(u), i32(R), i32(Q), w_sr, w_sq, i64(w.stride(2)), i64(w.stride(3)),
+                   i32(adjoint));
     tocl::enqueue_1d(device, stream, k, R * Q, forms.elementwise_group);
   }
   // V (16, Q, P): the transformed input patches.
-  auto v = planes(Q, P, x.options());
-  {
-    cl_kernel k = dtype_kernel(v, "winograd.cl", lines ? "winograd_input_lines" : "winograd_input");
-    tocl::set_args(k, buffer_arg(x), buffer_arg(v), i32(Q), i32(H), i32(W), static_cast<cl_long>(x.stride(0)),
-                   static_cast<cl_long>(x.stride(1)), static_cast<cl_long>(x.stride(2)),
-                   static_cast<cl_long>(x.stride(3)), i32(pad_h), i32(pad_w), i32(th), i32(tw), i32(P), i32(v.stride(0)));
-    tocl::enqueue_1d(device, stream, k, lines ? Q * N * th : Q * P, forms.elementwise_group);
-  }
+  const auto v = transformed_input(x, pad_h, pad_w, th, tw);
   // M[e] = U[e] @ V[e], all 16 in one batched GEMM.
   auto m = planes(R, P, x.options());
   gemm_batched(u, v, m, 1, 0);
@@ -97,18 +108,9 @@ at::Tensor winograd_weight_grad(const at::Tensor& x, const at::Tensor& grad_out,
   const int stream = tocl::current_stream(device);
   const auto& forms = tocl::kernel_forms(device);
   const bool lines = forms.winograd_lines;
-  const auto i32 = [](int64_t v) { return static_cast<cl_int>(v); };
-  const auto i64 = [](int64_t v) { return static_cast<cl_long>(v); };
 
   // V (16, C, P): the forward's transformed input patches over the tiles of (OH, OW).
-  auto v = planes(C, P, x.options());
-  {
-    cl_kernel k = dtype_kernel(v, "winograd.cl", lines ? "winograd_input_lines" : "winograd_input");
-    tocl::set_args(k, buffer_arg(x), buffer_arg(v), i32(C), i32(H), i32(W), i64(x.stride(0)), i64(x.stride(1)),
-                   i64(x.stride(2)), i64(x.stride(3)), i32(pad_h), i32(pad_w), i32(th), i32(tw), i32(P),
-                   i32(v.stride(0)));
-    tocl::enqueue_1d(device, stream, k, lines ? C * N * th : C * P, forms.elementwise_group);
-  }
+  const auto v = transformed_input(x, pad_h, pad_w, th, tw);
   // Hg (16, O, P): the transformed 2x2 tiles of grad_output.
   auto hg = planes(O, P, x.options());
   {
@@ -119,11 +121,11 @@ at::Tensor winograd_weight_grad(const at::Tensor& x, const at::Tensor& grad_out,
     tocl::enqueue_1d(device, stream, k, lines ? O * N * th : O * P, forms.elementwise_group);
   }
   // M[e] (O, C) = Hg[e] @ V[e]^T: the sum over tiles is the GEMMs' depth.
-  auto m = at::empty({16, O, C}, x.options());
+  auto m = planes(O, C, x.options());
   gemm_batched(hg, v.transpose(1, 2), m, 1, 0);
   {
     cl_kernel k = dtype_kernel(gw, "winograd.cl", "winograd_weight");
-    tocl::set_args(k, buffer_arg(m), buffer_arg(gw), i32(O * C), i32(O * C));
+    tocl::set_args(k, buffer_arg(m), buffer_arg(gw), i32(O * C), i32(m.stride(0)));
     tocl::enqueue_1d(device, stream, k, O * C, forms.elementwise_group);
   }
   return gw;
