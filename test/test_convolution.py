@@ -57,6 +57,27 @@ def test_conv2d(xs, ws, kw, bias):
     run_both(F.conv2d, rnd(*xs), rnd(*ws, seed=1), rnd(ws[0], seed=2) if bias else None, **kw)
 
 
+@pytest.mark.parametrize("bias", [True, False])
+def test_one_by_one_convolutions_are_batched_gemms(bias):
+    # 1x1, stride 1, unpadded, single group: one batched GEMM over the samples for the forward and the input
+    # gradient, the weight gradient over the whole batch; no im2col or col2im in either class. NCHW,
+    # channels_last, a strided input, 1-D (kernel 1), a dilation (meaningless for one tap) and batch 0.
+    w, b = rnd(5, 7, 1, 1, seed=1), rnd(5, seed=2) if bias else None
+    cases = [(rnd(3, 7, 6, 5), w, {}), (rnd(2, 7, 4, 4).to(memory_format=torch.channels_last), w, {}),
+             (rnd(2, 9, 6, 5)[:, 1:8], w, {}), (rnd(2, 7, 4, 3), w, dict(dilation=2)),
+             (rnd(4, 7, 10), w[..., 0], {}), (rnd(0, 7, 4, 4), w, {})]
+    for x, wt, kw in cases:
+        conv = F.conv1d if x.dim() == 3 else F.conv2d
+        with launched_kernels() as names:
+            run_both(conv, x, wt, b, **kw)
+            torch.opencl.synchronize()
+        assert not {"im2col", "col2im", "im2col_folded", "col2im_folded"} & set(names), (x.shape, names)
+    # float64 where the device has it
+    if HAS_FP64:
+        d = dict(dtype=torch.float64)
+        run_both(F.conv2d, rnd(2, 7, 5, 5, **d), rnd(5, 7, 1, 1, seed=1, **d), rnd(5, seed=2, **d) if bias else None)
+
+
 def test_conv1d():
     run_both(F.conv1d, rnd(2, 4, 11), rnd(4, 4, 3, seed=1), rnd(4, seed=2), stride=2, padding=2, dilation=2)
 

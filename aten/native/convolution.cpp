@@ -2,8 +2,8 @@
 // convolution_backward_overrideable (ATen has checked the shapes by then).
 // 1-D and 2-D convolutions of float32/float64, transposed ones included, run natively. On devices of the
 // GPU kernel class the batch is folded into the GEMMs' columns (see "GPU form" below). 3x3 stride-1
-// single-group convolutions of 16 channels or more run as Winograd F(2x2, 3x3) (aten/native/conv_winograd.h)
-// in both classes. The CPU form: im2col (kernels_cl/im2col.cl) laid out (N*L, C*KH*KW) and one GEMM per group
+// single-group convolutions of 16 channels or more run as Winograd (aten/native/conv_winograd.h), 1x1
+// stride-1 unpadded single-group ones as batched GEMMs (see "1x1" below), in both classes. The CPU form: im2col (kernels_cl/im2col.cl) laid out (N*L, C*KH*KW) and one GEMM per group
 // over the whole batch, col2im for grad_input, GEMM for grad_weight, column sums for grad_bias. The GEMMs'
 // (N * L, O) rows reach the NCHW output through
 // rows_to_channels (adding the bias), and grad_output becomes rows through channels_to_rows
@@ -378,6 +378,53 @@ at::Tensor conv_weight_grad_folded(const Conv2d& c, const at::Tensor& x4, const 
   return gw;
 }
 
+// --- 1x1, stride-1, unpadded, single-group convolutions (both classes): every output position is one input
+// position, so im2col is a copy and col2im a scatter, both slow (22 and 15 ms of a 53 ms forward + backward of
+// (32, 256 -> 64, 14x14) on PoCL). The forward and the input gradient are one batched GEMM over the samples,
+// out[n] (O, L) = W (O, C) @ x[n] (C, L), reading x and writing the output as they lie (NCHW), the bias in
+// the GEMM; the weight gradient is one GEMM over the whole batch with both operands as the layout kernels'
+// rows (CPU class) or with the batch folded into the columns (GPU class).
+bool one_by_one(const Conv2d& c) {
+  const auto& g = c.g;
+  return c.groups == 1 && g.KH == 1 && g.KW == 1 && g.SH == 1 && g.SW == 1 && g.PH == 0 && g.PW == 0 && g.C > 0;
+}
+
+// t4 (N, C, H, W) as (N, C, H * W), a view where t4's layout allows (NCHW, or channels_last: per sample a
+// column-major (C, L) matrix, which the GEMMs read in place).
+at::Tensor samples_as_matrices(const at::Tensor& t4) {
+  return t4.reshape({t4.size(0), t4.size(1), t4.size(2) * t4.size(3)});
+}
+
+at::Tensor conv1x1_forward(const Conv2d& c, const at::Tensor& x4, const at::Tensor& w2, const at::Tensor& bias) {
+  auto out = at::empty({c.N, c.O, c.g.OH, c.g.OW}, c.options);
+  if (out.numel() == 0) return out;
+  const at::Tensor b = bias.defined() ? bias.to(out.scalar_type()).view({1, c.O, 1}) : at::Tensor();
+  gemm_batched(w2.expand({c.N, c.O, c.g.C}), samples_as_matrices(x4), out.view({c.N, c.O, c.L()}), 1,
+               b.defined() ? 1 : 0, b);
+  return out;
+}
+
+at::Tensor conv1x1_input_grad(const Conv2d& c, const at::Tensor& go4, const at::Tensor& w2) {
+  auto grad_input = at::empty({c.N, c.g.C, c.g.H, c.g.W}, c.options);
+  if (grad_input.numel() == 0) return grad_input;
+  gemm_batched(w2.t().expand({c.N, c.g.C, c.O}), samples_as_matrices(go4), grad_input.view({c.N, c.g.C, c.L()}), 1, 0);
+  return grad_input;
+}
+
+at::Tensor conv1x1_weight_grad(const Conv2d& c, const at::Tensor& x4, const at::Tensor& go4, int device) {
+  auto gw = at::empty({c.O, c.g.C}, c.options);
+  if (gw.numel() == 0) return gw;
+  if (c.N * c.L() == 0) return gw.zero_();
+  if (folded(c, device)) {  // (O, N * L) @ (N * L, C)
+    gemm(fold_batch(go4), fold_batch(x4).t(), gw, 1, 0);
+    return gw;
+  }
+  Conv2d cx = c;  // x as rows (N * L, C): the layout kernels' chunks count C channels a sample
+  cx.O = c.g.C;
+  gemm(channels_last(c, go4).t(), channels_last(cx, x4), gw, 1, 0);
+  return gw;
+}
+
 // --- Winograd F(2x2, 3x3) (kernel_forms' conv_winograd, aten/native/conv_winograd.h) for single-group 3x3,
 // stride-1, dilation-1 2-D convolutions: the forward, the input gradient as the Winograd convolution of
 // grad_output with the flipped, channel-transposed weight and padding 2 - p, and the weight gradient as
@@ -413,6 +460,7 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
     const Conv2d c = describe(input.sizes(), weight.sizes(), stride, padding, dilation, groups, input.options());
     if (winograd(c, device)) return winograd_conv2d(input, weight, b, c.g.PH, c.g.PW, false);
     const auto w2 = w4.view({c.O, c.K()});
+    if (one_by_one(c)) return squeeze_1d(conv1x1_forward(c, as_dense_4d(input, one_d), w2, b), one_d);
     if (folded(c, device)) return squeeze_1d(conv_forward_folded(c, as_4d(input, one_d), w2, b), one_d);
     return squeeze_1d(conv_forward(c, as_dense_4d(input, one_d), w2, b), one_d);
   }
@@ -454,6 +502,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
       if (output_mask[0]) grad_input = winograd_conv2d(go4, weight, at::Tensor(), 2 - c.g.PH, 2 - c.g.PW, true);
       if (output_mask[1]) grad_weight = winograd_weight_grad(x4, go4, c.g.PH, c.g.PW);
       // PoCL, (64, 32, 8, 8): 136 us, against 225 for the layout change and the column sums below.
+      if (output_mask[2]) grad_bias = go4.sum({0, 2, 3});
+      return {grad_input, grad_weight, grad_bias};
+    }
+    if (one_by_one(c)) {
+      if (output_mask[0]) grad_input = squeeze_1d(conv1x1_input_grad(c, go4, w2), one_d);
+      if (output_mask[1]) grad_weight = conv1x1_weight_grad(c, x4, go4, device).view(weight.sizes());
       if (output_mask[2]) grad_bias = go4.sum({0, 2, 3});
       return {grad_input, grad_weight, grad_bias};
     }
