@@ -2,7 +2,8 @@
 // C_IS_FLOAT is 1 for float and double, 0 for integers and bool.
 // Always inlined: PoCL's inliner leaves a large helper (gelu_erf_backward) as a call, and a call
 // in the work-item loop stops the vectoriser (gelu_backward 8x slower).
-#define TOCL_INLINE inline __attribute__((always_inline))
+// Overloadable: the vector kernel (VEC16, below) adds float16 versions of some of them.
+#define TOCL_INLINE inline __attribute__((always_inline, overloadable))
 
 #if C_IS_FLOAT
 // Python's modulo: the result takes the sign of the divisor.
@@ -179,4 +180,57 @@ TOCL_INLINE C_T pow_of(C_T base, C_T exp) {
   }
   return result;
 }
+#endif
+
+#if VEC16
+// float16 versions of the helpers that the vector kernel's expressions use (pointwise.cl's
+// pointwise_contiguous_v16; PointwiseExpr::vectorizes marks them), the same arithmetic lane by lane: where
+// the scalar forms branch, these select (a vector comparison's lanes are -1 or 0).
+#define V_T float16
+TOCL_INLINE V_T sigmoid_of(V_T x) { return (V_T)1 / ((V_T)1 + exp(-x)); }
+#define ERFC_STEP_V(lo, hi) p = p * u + select((V_T)(lo), (V_T)(hi), upper);
+TOCL_INLINE V_T erf_of(V_T x) {
+  const V_T a = fabs(x), s = x * x;
+  const V_T r = (V_T)1.283791512e-01f + s * ((V_T)-3.761249483e-01f + s * ((V_T)1.128181741e-01f +
+                s * ((V_T)-2.676664293e-02f + s * ((V_T)4.993211944e-03f + s * (V_T)-5.990987411e-04f))));
+  const int16 upper = a >= (V_T)2.25f;
+  const V_T u = a - select((V_T)1.5859375f, (V_T)3.0859375f, upper);
+  V_T p = select((V_T)-1.323155360e-03f, (V_T)-6.833115549e-06f, upper);
+  ERFC_STEP_V(1.351162326e-03f, 1.025918464e-04f)
+  ERFC_STEP_V(5.821768660e-03f, -3.154207079e-04f)
+  ERFC_STEP_V(-1.616347022e-02f, 5.415943451e-04f)
+  ERFC_STEP_V(5.730859004e-03f, -6.875011604e-04f)
+  ERFC_STEP_V(4.897244275e-02f, 6.782083074e-04f)
+  ERFC_STEP_V(-1.225608289e-01f, -4.971318413e-04f)
+  ERFC_STEP_V(1.446780115e-01f, 2.549770870e-04f)
+  ERFC_STEP_V(-9.122593701e-02f, -8.251429244e-05f)
+  ERFC_STEP_V(2.490621619e-02f, 1.275667091e-05f)
+  const V_T large = select((V_T)1 - p, (V_T)1, a >= (V_T)3.921875f);
+  // NaN: the comparisons are false, so it takes x + x r, which keeps it (as the scalar form's branch).
+  return select(x + x * r, copysign(large, x), a >= (V_T)0.921875f);
+}
+#undef ERFC_STEP_V
+TOCL_INLINE V_T gelu_erf(V_T x) { return x * (V_T)0.5 * ((V_T)1 + erf_of(x * (V_T)M_SQRT1_2)); }
+TOCL_INLINE V_T one_plus_tanh(V_T u) { return (V_T)2 / ((V_T)1 + exp((V_T)-2 * u)); }
+TOCL_INLINE V_T sech2_of(V_T u) { return (V_T)4 / (((V_T)1 + exp((V_T)-2 * u)) * ((V_T)1 + exp((V_T)2 * u))); }
+TOCL_INLINE V_T gelu_tanh(V_T x) {
+  const V_T inner = (V_T)(M_2_SQRTPI * M_SQRT1_2) * (x + (V_T)0.044715 * x * x * x);
+  return (V_T)0.5 * x * one_plus_tanh(inner);
+}
+TOCL_INLINE V_T gelu_erf_backward(V_T g, V_T x) {
+  const V_T cdf = (V_T)0.5 * ((V_T)1 + erf_of(x * (V_T)M_SQRT1_2));
+  const V_T pdf = exp((V_T)-0.5 * x * x) * (V_T)(M_2_SQRTPI * M_SQRT1_2 * 0.5);
+  return g * (cdf + x * pdf);
+}
+TOCL_INLINE V_T gelu_tanh_backward(V_T g, V_T x) {
+  const V_T k_beta = (V_T)(M_2_SQRTPI * M_SQRT1_2);
+  const V_T k_kappa = (V_T)0.044715;
+  const V_T x_sq = x * x;
+  const V_T inner = k_beta * (x + k_kappa * x_sq * x);
+  const V_T left = (V_T)0.5 * x;
+  const V_T left_derivative = (V_T)0.5 * one_plus_tanh(inner);
+  const V_T right_derivative = left * sech2_of(inner) * k_beta * ((V_T)1 + (V_T)3 * k_kappa * x_sq);
+  return g * (left_derivative + right_derivative);
+}
+#undef V_T
 #endif

@@ -67,6 +67,7 @@ KernelForms choose(const DeviceInfo& d) {
 
   f.copy_lines = !f.gpu();
   f.pointwise_lines = !f.gpu();
+  f.pointwise_vectors = !f.gpu();
 
   // PoCL, 16 elements an item: _foreach_sqrt over bench_training's MLP parameters took 4x a per-tensor
   // sqrt per tensor, and AdamW's foreach step over 6 large parameters 12.1 ms (1024: 4.4 ms;

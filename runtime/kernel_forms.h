@@ -89,6 +89,11 @@ struct KernelForms {
   // take the same runs instead of the strided kernel's tiles (kernels_cl/pointwise.cl's pointwise_lines);
   // the CPU form, for the same reason: PoCL kept the tiles' loads scalar (x + bias row, 1M floats: 17x CPU).
   bool pointwise_lines = false;
+  // Contiguous float32 pointwise ops whose expression vectorizes (PointwiseExpr::vectorizes) take 16 elements
+  // a work-item as float16 vectors (pointwise.cl's pointwise_contiguous_v16): PoCL's work-item loop stays
+  // scalar around a builtin's call (exp), and its vector builtins are 2.5-3.5x faster. GPUs keep a work-item
+  // per element.
+  bool pointwise_vectors = false;
 
   // ---- Multi-tensor apply (the _foreach_* ops of torch.optim and clip_grad_norm_: aten/native/foreach.cpp) ----
   // Consecutive elements per work-item. Each item first finds its tensor and picks that tensor's pointers

@@ -57,7 +57,7 @@ size_t text_hash(const char* s) { return s ? std::hash<std::string_view>()(s) : 
 
 Signature make_signature(int device, const at::TensorIteratorBase& iter, const PointwiseExpr& expr,
                          c10::ScalarType compute, const std::array<bool, kMaxInputs>& scalar_inputs, int nscalars,
-                         bool index64, uint32_t rounding, bool lines) {
+                         bool index64, uint32_t rounding, bool lines, bool vec16) {
   const int nin = iter.ninputs();
   Signature sig{};
   sig.expr_hash = text_hash(expr.name) ^ (text_hash(expr.float_expr) * 3) ^ (text_hash(expr.int_expr) * 7);
@@ -69,12 +69,13 @@ Signature make_signature(int device, const at::TensorIteratorBase& iter, const P
     if (scalar_inputs[k]) sig.flags |= 1u << (16 + k);
   sig.flags |= rounding << 20;
   if (lines) sig.flags |= 1u << 26;
+  if (vec16) sig.flags |= 1u << 27;
   return sig;
 }
 
 std::string make_source(const at::TensorIteratorBase& iter, const PointwiseExpr& expr, c10::ScalarType compute,
                         const std::array<bool, kMaxInputs>& scalar_inputs, int nscalars, bool index64,
-                        uint32_t rounding, bool lines) {
+                        uint32_t rounding, bool lines, bool vec16) {
   const int nin = iter.ninputs();
   const bool floating = is_floating(compute);
   const char* body = floating ? expr.float_expr : expr.int_expr;
@@ -99,6 +100,7 @@ std::string make_source(const at::TensorIteratorBase& iter, const PointwiseExpr&
   s += "#define NIN " + std::to_string(nin) + "\n";
   s += "#define NSCALAR " + std::to_string(nscalars) + "\n";
   s += std::string("#define LINES ") + (lines ? "1" : "0") + "\n";
+  s += std::string("#define VEC16 ") + (vec16 ? "1" : "0") + "\n";
   s += std::string("#define EXPR (") + body + ")\n";
   s += tiled_source(4, index64);
   const auto& sources = tocl::embedded_sources();
@@ -109,10 +111,11 @@ std::string make_source(const at::TensorIteratorBase& iter, const PointwiseExpr&
 
 cl_program program_for(int device, const at::TensorIteratorBase& iter, const PointwiseExpr& expr,
                        c10::ScalarType compute, const std::array<bool, kMaxInputs>& scalar_inputs, int nscalars,
-                       bool index64, uint32_t rounding, bool lines) {
+                       bool index64, uint32_t rounding, bool lines, bool vec16) {
   static std::mutex mutex;
   static std::unordered_multimap<Signature, ProgramEntry, SignatureHash> programs;
-  const auto sig = make_signature(device, iter, expr, compute, scalar_inputs, nscalars, index64, rounding, lines);
+  const auto sig =
+      make_signature(device, iter, expr, compute, scalar_inputs, nscalars, index64, rounding, lines, vec16);
   auto find = [&]() -> cl_program {
     auto range = programs.equal_range(sig);
     for (auto it = range.first; it != range.second; ++it) {
@@ -125,7 +128,7 @@ cl_program program_for(int device, const at::TensorIteratorBase& iter, const Poi
     if (cl_program p = find()) return p;
   }
   cl_program program =
-      tocl::get_program(device, make_source(iter, expr, compute, scalar_inputs, nscalars, index64, rounding, lines));
+      tocl::get_program(device, make_source(iter, expr, compute, scalar_inputs, nscalars, index64, rounding, lines, vec16));
   std::lock_guard<std::mutex> lock(mutex);
   if (!find()) 
     programs.emplace(sig, ProgramEntry{expr.name, expr.float_expr ? expr.float_expr : "",
@@ -215,6 +218,17 @@ bool contiguous_for_kernel(const at::TensorIteratorBase& iter, const std::array<
   return true;
 }
 
+// Whether the program carries the vector kernel (kernel_forms' pointwise_vectors): a float32 expression that
+// vectorizes, every tensor operand float32.
+bool vector_form(int device, const at::TensorIteratorBase& iter, const PointwiseExpr& expr, c10::ScalarType compute,
+                 const std::array<bool, kMaxInputs>& scalar_inputs) {
+  if (!expr.vectorizes || compute != c10::kFloat || !tocl::kernel_forms(device).pointwise_vectors) return false;
+  if (iter.dtype(0) != c10::kFloat) return false;
+  for (int k = 0; k < iter.ninputs(); ++k)
+    if (!scalar_inputs[k] && iter.dtype(k + 1) != c10::kFloat) return false;
+  return true;
+}
+
 }  // namespace
 
 c10::Scalar stored_scalar(const c10::Scalar& s, c10::ScalarType dtype) {
@@ -267,9 +281,11 @@ void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std:
   for (int k = 0; k < nin; ++k) scalar_bits |= static_cast<uint32_t>(scalar_inputs[k]) << k;
   const int steps = !contiguous && forms.pointwise_lines ? line_steps(iter, scalar_bits) : -1;
   const bool lines = steps >= 0;
+  const bool vec16 = vector_form(device, iter, expr, compute, scalar_inputs);
   cl_program program = program_for(device, iter, expr, compute, scalar_inputs, static_cast<int>(scalars.size()),
-                                   index64, rounding, lines);
-  cl_kernel k = contiguous ? tocl::get_kernel(program, "pointwise_contiguous")
+                                   index64, rounding, lines, vec16);
+  cl_kernel k = contiguous && vec16 ? tocl::get_kernel(program, "pointwise_contiguous_v16")
+                : contiguous ? tocl::get_kernel(program, "pointwise_contiguous")
                 : lines    ? tocl::get_kernel(program, "pointwise_lines")
                            : tocl::get_kernel(program, launch.nd ? "pointwise_strided_nd" : "pointwise_strided");
   cl_uint index = 0;
@@ -287,7 +303,8 @@ void run_pointwise(at::TensorIteratorBase& iter, const PointwiseExpr& expr, std:
   if (!contiguous) ++index;  // TiledGeometry, set by enqueue_tiled
   for (size_t i = 0; i < scalars.size(); ++i) set_scalar(k, index, scalar_args[i]);
   if (contiguous) {
-    tocl::enqueue_1d(device, tocl::current_stream(device), k, numel, forms.elementwise_group);
+    tocl::enqueue_1d(device, tocl::current_stream(device), k, vec16 ? (numel + 15) / 16 : numel,
+                     forms.elementwise_group);
   } else if (lines) {
     const cl_int step_bits = steps;  // after the scalars and the three run arguments
     TOCL_CHECK(clSetKernelArg(k, index + 3, sizeof(step_bits), &step_bits));

@@ -18,6 +18,10 @@ struct PointwiseExpr {
   // most ops; mul and the divisions take a second operand unrounded in float (CPU's mul/div kernels read it
   // that way).
   bool unrounded_scalar_operand = false;
+  // float_expr evaluates as written with float16 operands too (arithmetic, builtins with vector forms and
+  // the helpers pointwise_functions.cl gives float16 versions): on devices whose kernel forms ask for it
+  // (runtime/kernel_forms.h's pointwise_vectors), contiguous float32 operands take the vector kernel.
+  bool vectorizes = false;
 };
 
 // Runs out = EXPR(inputs...) over a built iterator (one output, up to three inputs).
