@@ -188,6 +188,7 @@ TOCL_INLINE C_T pow_of(C_T base, C_T exp) {
 // the scalar forms branch, these select (a vector comparison's lanes are -1 or 0).
 #define V_T float16
 TOCL_INLINE V_T sigmoid_of(V_T x) { return (V_T)1 / ((V_T)1 + exp(-x)); }
+TOCL_INLINE V_T tanh_of(V_T x) { return select(tanh(x), copysign((V_T)1, x), fabs(x) > (V_T)9.01f); }
 #define ERFC_STEP_V(lo, hi) p = p * u + select((V_T)(lo), (V_T)(hi), upper);
 TOCL_INLINE V_T erf_of(V_T x) {
   const V_T a = fabs(x), s = x * x;

@@ -5,7 +5,8 @@ logarithms, near 0 for log1p and expm1, near multiples of pi/2 for sin, cos and 
 asin and acos), powers of two and
 the special values; NaN, infinities and the sign of zero exactly. Also the functions built on them
 (softplus, logsigmoid, BCE, ELU; randn's Box-Muller is test_random.py's) and torch.compile's code, and
-float erf (ours on every device) with GELU."""
+float erf (ours on every device) with GELU. Contiguous and strided inputs: in the CPU class the contiguous kernel
+of some of them is the vector form (test_pointwise_vectors.py), whose float16 functions are the driver's."""
 import math
 import os
 import subprocess
@@ -89,6 +90,12 @@ def test_float_function_within_ulps_of_exact(name):
     x = inputs()
     fn = FUNCTIONS[name]
     assert_within_ulps(fn(x.to(DEV)).cpu(), x, fn, name)
+    # A strided input takes the per-element kernels: where the contiguous one is the vector form
+    # (kernel_forms' pointwise_vectors: the logarithms and expm1 as the driver's float16 functions), this is
+    # where the scalar functions above run.
+    strided = torch.stack([x, x], 1).to(DEV)[:, 0]
+    assert not strided.is_contiguous()
+    assert_within_ulps(fn(strided).cpu(), x, fn, name)
 
 
 def test_erf_within_ulps_of_exact():
