@@ -123,7 +123,7 @@ __kernel void max_pool2d_backward_scatter(__global T_T* grad_in, ulong gi_offset
   const int h = fast_div(at, p.IW, p.inv_IW), w = at - h * p.IW;
   const int dh = h - (oh * p.dH - p.padH), dw = w - (ow * p.dW - p.padW);
   const bool mine = index == at && dh >= 0 && dh <= (p.kH - 1) * p.dilH && dw >= 0 && dw <= (p.kW - 1) * p.dilW;
-  if (mine) grad_in[gi_offset + plane * (p.IH * p.IW) + at] = grad_out[go_offset + e];
+  if (mine) STORE_T(grad_in, gi_offset + plane * (p.IH * p.IW) + at, LOAD_T(grad_out, go_offset + e));
 }
 
 // Overlapping windows: one work-item per input element sums the gradients of the
