@@ -1,6 +1,6 @@
-"""F.unfold / F.fold (aten::im2col / col2im) run natively on opencl: values, shapes, dtypes, gradients and
-errors against CPU PyTorch, with no CPU fallback (native_only), in whichever kernel class the device runs
-(TORCH_OPENCL_KERNEL_CLASS)."""
+"""F.unfold / F.fold (aten::im2col / col2im) and F.adaptive_max_pool2d run natively on opencl: values, shapes,
+dtypes, gradients and errors against CPU PyTorch, with no CPU fallback (native_only), in whichever kernel
+class the device runs (TORCH_OPENCL_KERNEL_CLASS)."""
 import re
 import warnings
 
@@ -190,3 +190,107 @@ def test_unfold_fold_bad_arguments_raise_like_cpu(fn, shape):
 def test_unfold_fold_integers_raise_like_cpu():
     raises_like_cpu(lambda t: F.unfold(t, 2), torch.zeros(1, 2, 4, 4, dtype=torch.int64))
     raises_like_cpu(lambda t: F.fold(t, (4, 4), 2), torch.zeros(1, 8, 9, dtype=torch.int32))
+
+
+# ---- F.adaptive_max_pool2d ----
+
+ADAPTIVE_CASES = [
+    ((2, 3, 9, 8), (4, 3)),    # overlapping windows: gather backward
+    ((2, 3, 8, 6), (4, 3)),    # windows tile the input: scatter backward
+    ((2, 3, 5, 7), (3, 2)),
+    ((1, 2, 3, 3), (5, 4)),    # output larger than the input: every point in several windows
+    ((2, 3, 7, 5), (1, 1)),    # global
+    ((2, 3, 7, 5), (None, 2)),
+    ((0, 3, 6, 6), (2, 2)),    # batch 0
+    ((3, 7, 6), (3, 4)),       # no batch dim
+    ((1, 1, 1, 1), (2, 3)),    # size-1 dims
+]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape,size", ADAPTIVE_CASES)
+def test_adaptive_max_pool2d_matches_cpu(dtype, shape, size):
+    for x in layouts(data(*shape, dtype=dtype)):
+        check_grad(lambda t: F.adaptive_max_pool2d(t, size), x)
+        want = F.adaptive_max_pool2d(x, size, return_indices=True)
+        with native_only():
+            got = F.adaptive_max_pool2d(x.to(DEV), size, return_indices=True)
+        assert got[1].dtype == torch.int64 and torch.equal(got[1].cpu(), want[1])
+        assert torch.equal(got[0].cpu(), want[0])
+        assert got[0].is_contiguous(memory_format=torch.channels_last) == \
+            want[0].is_contiguous(memory_format=torch.channels_last)
+
+
+@pytest.mark.parametrize("size", [(3, 3), (2, 2), (4, 5), (1, 1)])
+def test_adaptive_max_pool2d_ties_nan_and_inf_match_cpu(size):
+    ties = torch.randint(0, 2, (2, 3, 8, 10), generator=torch.Generator().manual_seed(4)).float()
+    zeros = torch.zeros(1, 2, 5, 6)
+    nans = data(1, 3, 6, 6)
+    nans[0, 0, 0, 1] = nans[0, 0, 1, 0] = nans[0, 0, 4, 4] = float("nan")  # several NaNs in one window
+    nans[0, 1] = float("nan")                                            # a plane of NaNs
+    nans[0, 2, 2, 2] = float("inf")
+    infs = torch.full((1, 1, 5, 5), -float("inf"))                       # a window of -inf
+    infs[0, 0, 4, 4] = 1.0
+    for x in (ties, zeros, nans, infs, ties.double()):
+        want = F.adaptive_max_pool2d(x, size, return_indices=True)
+        with native_only():
+            got = F.adaptive_max_pool2d(x.to(DEV), size, return_indices=True)
+        torch.testing.assert_close(got[0].cpu(), want[0], rtol=0, atol=0, equal_nan=True)
+        assert torch.equal(got[1].cpu(), want[1])
+        if not x.isnan().any():
+            check_grad(lambda t: F.adaptive_max_pool2d(t, size), x)
+
+
+def test_adaptive_max_pool2d_backward_forms():
+    # Windows that tile the input take the scatter; overlapping ones the gather.
+    for shape, size, name in (((2, 3, 8, 6), (4, 3), "adaptive_max_pool2d_backward_scatter"),
+                              ((2, 3, 9, 6), (4, 3), "adaptive_max_pool2d_backward")):
+        xd = data(*shape).to(DEV).requires_grad_()
+        with native_only(), launched_kernels() as names:
+            F.adaptive_max_pool2d(xd, size).sum().backward()
+            torch.opencl.synchronize()
+        assert name in names, names
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_adaptive_max_pool2d_reduced_floats_match_cpu(dtype):
+    x = data(2, 3, 9, 7).to(dtype)
+    want = F.adaptive_max_pool2d(x, (4, 3), return_indices=True)
+    with native_only():
+        got = F.adaptive_max_pool2d(x.to(DEV), (4, 3), return_indices=True)
+    assert_same_as_cpu(got, want)
+    check_grad(lambda t: F.adaptive_max_pool2d(t, (4, 3)), x, tol={dtype: 1e-2})
+
+
+def test_adaptive_max_pool2d_out_forms():
+    x = data(2, 3, 7, 6)
+    want, want_idx = F.adaptive_max_pool2d(x, (3, 2), return_indices=True)
+    with native_only():
+        out = torch.empty(2, 3, 2, 3, device=DEV).transpose(2, 3)  # the right size, not contiguous
+        idx = torch.empty(0, dtype=torch.long, device=DEV)
+        torch.ops.aten.adaptive_max_pool2d.out(x.to(DEV), [3, 2], out=out, indices=idx)
+        gi = torch.empty(0, device=DEV)
+        g = data(2, 3, 3, 2, seed=5)
+        torch.ops.aten.adaptive_max_pool2d_backward.grad_input(g.to(DEV), x.to(DEV), idx, grad_input=gi)
+    assert torch.equal(out.cpu(), want) and torch.equal(idx.cpu(), want_idx)
+    torch.testing.assert_close(gi.cpu(), torch.ops.aten.adaptive_max_pool2d_backward(g, x, want_idx))
+
+
+@pytest.mark.parametrize("fn,x", [
+    (lambda t: F.adaptive_max_pool2d(t, 2), torch.zeros(4, 4)),
+    (lambda t: F.adaptive_max_pool2d(t, 2), torch.zeros(1, 0, 4, 4)),
+    (lambda t: F.adaptive_max_pool2d(t, 2), torch.zeros(1, 2, 0, 4)),
+    (lambda t: F.adaptive_max_pool2d(t, 2), torch.zeros(2, 1, 2, 4, 4)),
+    (lambda t: F.adaptive_max_pool2d(t, (-1, 2)), torch.zeros(1, 2, 4, 4)),
+    (lambda t: F.adaptive_max_pool2d(t, 2), torch.zeros(1, 2, 4, 4, dtype=torch.int64)),
+    (lambda t: F.adaptive_max_pool2d(t, 2), torch.zeros(0, 2, 4, 4, dtype=torch.int32)),
+    (lambda t: torch.ops.aten.adaptive_max_pool2d(t, [2, 2, 2]), torch.zeros(1, 2, 4, 4)),
+])
+def test_adaptive_max_pool2d_bad_arguments_raise_like_cpu(fn, x):
+    raises_like_cpu(fn, x)
+
+
+def test_adaptive_max_pool2d_backward_bad_arguments_raise_like_cpu():
+    x, idx = torch.ones(1, 2, 3, 3), torch.zeros(1, 2, 2, 2, dtype=torch.long)
+    raises_like_cpu(torch.ops.aten.adaptive_max_pool2d_backward, torch.ones(1, 2, 2, 2, dtype=torch.double), x, idx)
+    raises_like_cpu(torch.ops.aten.adaptive_max_pool2d_backward, torch.ones(2, 2, 2), x, idx)
