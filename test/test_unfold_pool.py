@@ -1,6 +1,6 @@
-"""F.unfold / F.fold (aten::im2col / col2im) and F.adaptive_max_pool2d run natively on opencl: values, shapes,
-dtypes, gradients and errors against CPU PyTorch, with no CPU fallback (native_only), in whichever kernel
-class the device runs (TORCH_OPENCL_KERNEL_CLASS)."""
+"""F.unfold / F.fold (aten::im2col / col2im), F.adaptive_max_pool2d, torch.trace, torch.vdot and
+torch.linalg.cross run natively on opencl: values, shapes, dtypes, gradients and errors against CPU PyTorch,
+with no CPU fallback (native_only), in whichever kernel class the device runs (TORCH_OPENCL_KERNEL_CLASS)."""
 import re
 import warnings
 
@@ -294,3 +294,150 @@ def test_adaptive_max_pool2d_backward_bad_arguments_raise_like_cpu():
     x, idx = torch.ones(1, 2, 3, 3), torch.zeros(1, 2, 2, 2, dtype=torch.long)
     raises_like_cpu(torch.ops.aten.adaptive_max_pool2d_backward, torch.ones(1, 2, 2, 2, dtype=torch.double), x, idx)
     raises_like_cpu(torch.ops.aten.adaptive_max_pool2d_backward, torch.ones(2, 2, 2), x, idx)
+
+
+# ---- torch.trace, torch.vdot, torch.linalg.cross ----
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape", [(5, 5), (3, 7), (7, 3), (1, 1), (0, 4), (4, 0), (300, 200)])
+def test_trace_matches_cpu(dtype, shape):
+    x = data(*shape, dtype=dtype)
+    check_grad(torch.trace, x, tol=SUM_TOL)
+    check_grad(torch.trace, data(*shape[::-1], dtype=dtype).t(), tol=SUM_TOL)  # non-contiguous
+    check_grad(lambda t: torch.trace(t[::2, 1:]), x, tol=SUM_TOL)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.uint8, torch.int8, torch.float16, torch.bfloat16])
+def test_trace_other_dtypes_match_cpu(dtype):
+    x = torch.randint(0, 100, (9, 8), generator=torch.Generator().manual_seed(0)).to(dtype)
+    want = torch.trace(x)
+    with native_only():
+        got = torch.trace(x.to(DEV))
+    assert_same_as_cpu(got, want)  # integers: int64, exact
+
+
+@pytest.mark.parametrize("x", [torch.zeros(3), torch.zeros(2, 2, 2), torch.zeros(3, 3, dtype=torch.bool),
+                               torch.zeros(3, 3, 3, dtype=torch.bool), torch.zeros(())])
+def test_trace_bad_arguments_raise_like_cpu(x):
+    raises_like_cpu(torch.trace, x)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("n", [0, 1, 7, 1000])
+def test_vdot_matches_cpu(dtype, n):
+    a, b = data(n, dtype=dtype), data(2 * n, dtype=dtype, seed=2)[::2]  # b strided
+    check_grad(torch.vdot, a, b, tol=SUM_TOL)
+    check_grad(torch.dot, a, b, tol=SUM_TOL)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.uint8, torch.int8, torch.float16, torch.bfloat16])
+def test_vdot_other_dtypes_match_cpu(dtype):
+    if dtype.is_floating_point:  # CPU multiplies and adds these in float
+        a, b = data(200).to(dtype), data(200, seed=2).to(dtype)
+    else:  # integers wrap as on CPU
+        gen = torch.Generator().manual_seed(0)
+        a, b = (torch.randint(0, 120, (200,), generator=gen).to(dtype) for _ in range(2))
+    want = torch.vdot(a, b)
+    with native_only():
+        got = torch.vdot(a.to(DEV), b.to(DEV))
+    assert_same_as_cpu(got, want)
+
+
+@pytest.mark.parametrize("a,b", [
+    (torch.zeros(3), torch.zeros(3, dtype=torch.float64)),
+    (torch.zeros(3, 1), torch.zeros(3)),
+    (torch.zeros(3), torch.zeros(4)),
+    (torch.zeros(3, dtype=torch.bool), torch.zeros(3, dtype=torch.bool)),
+    (torch.zeros(3), torch.zeros(3, dtype=torch.complex64)),
+])
+def test_vdot_bad_arguments_raise_like_cpu(a, b):
+    raises_like_cpu(torch.vdot, a, b)
+
+
+def test_vdot_complex_runs_on_cpu_fallback():
+    a, b = (torch.complex(data(5, seed=s), data(5, seed=s + 1)) for s in (0, 2))
+    previous = torch.opencl.fallback_mode()
+    torch.opencl.set_fallback_mode("silent")
+    try:
+        got = torch.vdot(a.to(DEV), b.to(DEV))
+    finally:
+        torch.opencl.set_fallback_mode(previous)
+    torch.testing.assert_close(got.cpu(), torch.vdot(a, b))
+
+
+# (a's shape, b's shape, dim)
+CROSS_CASES = [
+    ((5, 3), (5, 3), -1),
+    ((3,), (3,), 0),
+    ((2, 3, 4), (2, 3, 4), 1),
+    ((3, 4, 2), (3, 4, 2), 0),
+    ((1, 3), (4, 3), -1),          # broadcast
+    ((4, 1, 3), (1, 5, 3), 2),     # both broadcast: dims that do not collapse into one stride
+    ((2, 3, 1), (2, 3, 6), -2),
+    ((0, 3), (0, 3), 1),
+]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("sa,sb,dim", CROSS_CASES)
+def test_linalg_cross_matches_cpu(dtype, sa, sb, dim):
+    a, b = data(*sa, dtype=dtype), data(*sb, dtype=dtype, seed=2)
+    check_grad(lambda x, y: torch.linalg.cross(x, y, dim=dim), a, b)
+    check_grad(lambda x, y: torch.cross(x, y, dim=dim), a, b)
+    if a.dim() >= 2:  # non-contiguous operands
+        at, bt = (t.transpose(0, -1).contiguous().transpose(0, -1) for t in (a, b))
+        check_grad(lambda x, y: torch.linalg.cross(x, y, dim=dim), at, bt)
+
+
+def test_cross_default_dim_and_out_form():
+    a, b = data(4, 3, 3), data(4, 3, 3, seed=2)
+    with warnings.catch_warnings():  # CPU and opencl alike warn that a cross without dim is deprecated
+        warnings.simplefilter("ignore")
+        want = torch.cross(a, b)  # along the first dim of size 3
+        with native_only():
+            got = torch.cross(a.to(DEV), b.to(DEV))
+    with native_only():
+        out = torch.empty(3, 3, 4, device=DEV).permute(2, 1, 0)
+        torch.linalg.cross(a.to(DEV), b.to(DEV), dim=1, out=out)
+    torch.testing.assert_close(got.cpu(), want)
+    torch.testing.assert_close(out.cpu(), torch.linalg.cross(a, b, dim=1))
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.uint8, torch.int8, torch.float16, torch.bfloat16])
+def test_linalg_cross_other_dtypes_match_cpu(dtype):
+    gen = torch.Generator().manual_seed(0)
+    a, b = (torch.randint(0, 100, (6, 3), generator=gen).to(dtype) for _ in range(2))  # integers wrap as on CPU
+    want = torch.linalg.cross(a, b)
+    with native_only():
+        got = torch.linalg.cross(a.to(DEV), b.to(DEV))
+    assert_same_as_cpu(got, want)
+
+
+@pytest.mark.parametrize("a,b,kw", [
+    (torch.zeros(2, 4), torch.zeros(2, 4), {}),
+    (torch.zeros(2, 3), torch.zeros(4, 2, 3), {}),
+    (torch.zeros(2, 3), torch.zeros(4, 3), {}),
+    (torch.zeros(2, 3), torch.zeros(2, 3), {"dim": 5}),
+    (torch.zeros(2, 3), torch.zeros(2, 3, dtype=torch.float64), {}),
+    (torch.zeros(2, 3, dtype=torch.bool), torch.zeros(2, 3, dtype=torch.bool), {}),
+    (torch.zeros(2, 3, dtype=torch.bool), torch.zeros(2, 3), {}),
+])
+def test_linalg_cross_bad_arguments_raise_like_cpu(a, b, kw):
+    raises_like_cpu(lambda x, y: torch.linalg.cross(x, y, **kw), a, b)
+
+
+def test_a_step_using_every_op_falls_back_for_none():
+    x = data(2, 3, 8, 8).to(DEV).requires_grad_()
+    v = data(3).to(DEV).requires_grad_()
+    torch.opencl.reset_fallback_stats()
+    col = F.unfold(x, 3, padding=1)                          # (2, 27, 64)
+    image = F.fold(col, (8, 8), 3, padding=1)
+    pooled = F.adaptive_max_pool2d(image, (3, 5))
+    m = pooled.flatten(0, 2)[:, :3]                          # (18, 3)
+    loss = torch.linalg.cross(m, v.expand_as(m)).sum() + torch.trace(m[:3]) + torch.vdot(v, m[0])
+    loss.backward()
+    torch.opencl.synchronize()
+    stats = torch.opencl.fallback_stats()
+    ops = ("im2col", "col2im", "adaptive_max_pool2d", "trace", "vdot", "dot", "linalg_cross", "index_fill")
+    assert not [name for name in stats if any(op in name for op in ops)], stats
+    assert x.grad is not None and v.grad is not None
