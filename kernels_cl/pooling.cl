@@ -123,7 +123,7 @@ __kernel void max_pool2d_backward_scatter(__global T_T* grad_in, ulong gi_offset
   const int h = fast_div(at, p.IW, p.inv_IW), w = at - h * p.IW;
   const int dh = h - (oh * p.dH - p.padH), dw = w - (ow * p.dW - p.padW);
   const bool mine = index == at && dh >= 0 && dh <= (p.kH - 1) * p.dilH && dw >= 0 && dw <= (p.kW - 1) * p.dilW;
-  if (mine) grad_in[gi_offset + plane * (p.IH * p.IW) + at] = grad_out[go_offset + e];
+  if (mine) STORE_T(grad_in, gi_offset + plane * (p.IH * p.IW) + at, LOAD_T(grad_out, go_offset + e));
 }
 
 // Overlapping windows: one work-item per input element sums the gradients of the
@@ -274,4 +274,71 @@ __kernel void adaptive_avg_pool2d_backward(__global T_T* grad_in, ulong gi_offse
     }
   }
   STORE_T(grad_in, gi_offset + e, acc);
+}
+
+// Adaptive max pooling, as CPU's kernel: the window [start_index, end_index) per dim; the first maximum, or
+// the last NaN (a NaN replaces the max and nothing but a later NaN replaces it); from -inf, so a window of
+// -inf values gives its first element's index. One work-item per output element.
+__kernel void adaptive_max_pool2d_forward(__global T_T* out, ulong out_offset, __global long* indices,
+                                          ulong ind_offset, __global const T_T* in, ulong in_offset, long total,
+                                          Pool p) {
+  const long e = get_global_id(0);
+  if (e >= total) return;
+  const long ow = e % p.OW, oh = (e / p.OW) % p.OH, plane = e / (p.OW * p.OH);
+  const long h0 = start_index(oh, p.OH, p.IH), h1 = end_index(oh, p.OH, p.IH);
+  const long w0 = start_index(ow, p.OW, p.IW), w1 = end_index(ow, p.OW, p.IW);
+  __global const T_T* src = in + in_offset + plane * p.IH * p.IW;
+  ACC best = ACC_LOWEST;
+  long best_index = h0 * p.IW + w0;
+  for (long h = h0; h < h1; ++h)
+    for (long w = w0; w < w1; ++w) {
+      const ACC v = LOAD_T(src, h * p.IW + w);
+      if (v > best || v != v) {  // v != v: NaN
+        best = v;
+        best_index = h * p.IW + w;
+      }
+    }
+  STORE_T(out, out_offset + e, best);
+  indices[ind_offset + e] = best_index;
+}
+
+// Backward where windows overlap (IH % OH or IW % OW nonzero): one work-item per input element sums, in
+// CPU's order (oh, then ow), the gradients of the windows that hold it and chose it. No atomics; deterministic.
+__kernel void adaptive_max_pool2d_backward(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out,
+                                           ulong go_offset, __global const long* indices, ulong ind_offset,
+                                           long total, Pool p) {
+  const long e = get_global_id(0);
+  if (e >= total) return;
+  const long w = e % p.IW, h = (e / p.IW) % p.IH, plane = e / (p.IW * p.IH);
+  const long base = plane * p.OH * p.OW, me = h * p.IW + w;
+  // Outputs whose window may hold h: from floor(h * OH / IH) to the last with start <= h.
+  const long oh0 = (h * p.OH) / p.IH, oh1 = min(((h + 1) * p.OH + p.IH - 1) / p.IH, p.OH);
+  const long ow0 = (w * p.OW) / p.IW, ow1 = min(((w + 1) * p.OW + p.IW - 1) / p.IW, p.OW);
+  ACC acc = 0;
+  for (long oh = oh0; oh < oh1; ++oh) {
+    if (h < start_index(oh, p.OH, p.IH) || h >= end_index(oh, p.OH, p.IH)) continue;
+    for (long ow = ow0; ow < ow1; ++ow) {
+      if (w < start_index(ow, p.OW, p.IW) || w >= end_index(ow, p.OW, p.IW)) continue;
+      const long o = base + oh * p.OW + ow;
+      if (indices[ind_offset + o] == me) acc += LOAD_T(grad_out, go_offset + o);
+    }
+  }
+  STORE_T(grad_in, gi_offset + e, acc);
+}
+
+// Backward where windows tile the input (IH % OH == 0 and IW % OW == 0, so none overlap): grad_in is zeroed
+// first and each output element stores its gradient at its index when that lies in its window (one writer
+// per input element).
+__kernel void adaptive_max_pool2d_backward_scatter(__global T_T* grad_in, ulong gi_offset,
+                                                   __global const T_T* grad_out, ulong go_offset,
+                                                   __global const long* indices, ulong ind_offset, long total,
+                                                   Pool p) {
+  const long e = get_global_id(0);
+  if (e >= total) return;
+  const long ow = e % p.OW, oh = (e / p.OW) % p.OH, plane = e / (p.OW * p.OH);
+  const long index = indices[ind_offset + e];
+  const long h = index >= 0 ? index / p.IW : -1, w = index - h * p.IW;
+  const bool mine = h >= start_index(oh, p.OH, p.IH) && h < end_index(oh, p.OH, p.IH) &&
+                    w >= start_index(ow, p.OW, p.IW) && w < end_index(ow, p.OW, p.IW);
+  if (mine) STORE_T(grad_in, gi_offset + plane * p.IH * p.IW + index, LOAD_T(grad_out, go_offset + e));
 }

@@ -50,6 +50,9 @@ loss = loss + F.softmax(x.double(), 1).sum()
 img = torch.randn(2, 3, 9, 9, device=dev, requires_grad=True)
 loss = loss + F.max_pool2d(img, 3, 2, 1).sum() + F.avg_pool2d(img, 2).sum()                  # pooling.cl, fast_div.cl
 loss = loss + F.conv2d(img, torch.randn(4, 3, 3, 3, device=dev), padding=1).sum()            # im2col.cl
+loss = loss + F.fold(F.unfold(img, 3, padding=1), (9, 9), 3, padding=1).sum()                # unfold.cl
+F.fold(torch.randn(1, 4, 9, device=dev).half(), (4, 4), 2)                                   # its ROUND_T for half
+loss = loss + F.adaptive_max_pool2d(img, 4).sum() + torch.linalg.cross(x[:, :3], x[:, 3:6]).sum()  # cross.cl
 loss = loss + F.conv2d(torch.randn(1, 16, 4, 4, device=dev), torch.randn(16, 16, 3, 3, device=dev)).sum()  # winograd.cl (gpu)
 loss = loss + (x @ torch.randn(70, 8, device=dev)).sum()                                     # gemm.cl (cpu class)
 qa = torch.randn(1, 2, 5, 8, device=dev, requires_grad=True)

@@ -104,6 +104,16 @@ def test_max_pool2d_integers_match_cpu(dtype):
         assert torch.equal(got[0].cpu(), want[0]) and torch.equal(got[1].cpu(), want[1])
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_pooling_of_reduced_floats_matches_cpu(dtype):
+    # pooling.cl builds for half on a device without cl_khr_fp16 (PoCL): its kernels move half values
+    # through LOAD_T/STORE_T only.
+    x = data(2, 3, 8, 8).to(dtype)
+    for fn in (lambda t: F.max_pool2d(t, 2), lambda t: F.max_pool2d(t, 3, 1, 1), lambda t: F.avg_pool2d(t, 2),
+               lambda t: F.adaptive_avg_pool2d(t, 3)):
+        check_grad(fn, x, rtol=1e-2, atol=1e-2)
+
+
 def test_softmax_of_integers_is_refused_as_on_cpu():
     with pytest.raises(RuntimeError, match="not implemented for 'Long'"):
         torch.softmax(torch.arange(4, device="opencl"), 0)

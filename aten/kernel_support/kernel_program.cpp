@@ -50,6 +50,14 @@ cl_program dtype_program(int device, const char* file, c10::ScalarType type, c10
   return program;
 }
 
+std::string round_to_dtype_define(c10::ScalarType type) {
+  const char* round = type == c10::ScalarType::Half       ? "round_to_half(x)"
+                      : type == c10::ScalarType::BFloat16 ? "round_to_bf16(x)"
+                      : type == c10::ScalarType::Bool     ? "(ACC)((x) != 0)"
+                                                          : "(x)";
+  return std::string("#define ROUND_T(x) ") + round + "\n";
+}
+
 void check_same_device(std::initializer_list<std::reference_wrapper<const at::Tensor>> tensors) {
   const at::Tensor* first = nullptr;
   for (const at::Tensor& t : tensors) {

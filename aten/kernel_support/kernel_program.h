@@ -20,6 +20,10 @@ cl_program dtype_program(int device, const char* file, c10::ScalarType type,
                          c10::ScalarType index_type = c10::ScalarType::Long, size_t group = 0,
                          const std::string& defines = {});
 
+// "#define ROUND_T(x) ...\n" for dtype_program's `defines`: x (an ACC value) rounded to the dtype, as CPU's
+// arithmetic in half and bfloat16 rounds every step (bool: nonzero is true); x itself for other dtypes.
+std::string round_to_dtype_define(c10::ScalarType type);
+
 // Kernel of that program (per thread, as tocl::get_kernel).
 cl_kernel dtype_kernel(const at::Tensor& like, const char* file, const char* name,
                        c10::ScalarType index_type = c10::ScalarType::Long);

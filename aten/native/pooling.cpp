@@ -1,4 +1,4 @@
-// 2-d pooling: max_pool2d_with_indices, avg_pool2d, _adaptive_avg_pool2d and
+// 2-d pooling: max_pool2d_with_indices, avg_pool2d, _adaptive_avg_pool2d, adaptive_max_pool2d and
 // their backwards. ATen's structured meta functions check arguments and shape
 // outputs as on CPU; kernels in kernels_cl/pooling.cl run over contiguous
 // (N * C, H, W) planes, one work-item per output (forward) or input (backward) element.
@@ -343,6 +343,91 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& grad_output, const Tensor& sel
   return grad_input;
 }
 
+// ---- adaptive_max_pool2d (structured: ATen's meta functions check and shape the outputs, channels_last
+// as the input) ----
+
+// CPU's kernels take the floating dtypes (half and bfloat16 included); others raise its error.
+void check_adaptive_max_dtype(const Tensor& t) {
+  const auto type = t.scalar_type();
+  TORCH_CHECK_NOT_IMPLEMENTED(type == at::kFloat || type == at::kDouble || type == at::kHalf || type == at::kBFloat16,
+                              "\"adaptive_max_pool2d\" not implemented for '", c10::toString(type), "'");
+}
+
+void adaptive_max_forward(const Tensor& self, const Tensor& out, const Tensor& indices) {
+  check_adaptive_max_dtype(self);
+  if (out.numel() == 0) return;
+  const c10::DeviceGuard guard(self.device());
+  const auto in = self.contiguous();
+  const Pool p = pool_params({1}, {}, {0}, {}, in, out);
+  auto ind = indices.is_contiguous() ? indices : at::empty(indices.sizes(), indices.options());
+  into(out, [&](const Tensor& o) {
+    cl_kernel k = dtype_kernel(in, "pooling.cl", "adaptive_max_pool2d_forward");
+    tocl::set_args(k, buffer_arg(o), buffer_arg(ind), buffer_arg(in), static_cast<cl_long>(o.numel()), p);
+    launch(in, "adaptive_max_pool2d_forward", o.numel(), k);
+  });
+  if (!ind.is_same(indices)) indices.copy_(ind);
+}
+
+void adaptive_max_backward(const Tensor& grad_output, const Tensor& self, const Tensor& indices,
+                           const Tensor& grad_input) {
+  check_same_device({grad_output, self, indices, grad_input});
+  check_adaptive_max_dtype(self);
+  if (grad_input.numel() == 0) return;
+  const c10::DeviceGuard guard(self.device());
+  const auto go = grad_output.contiguous();
+  const auto ind = indices.contiguous();
+  const Pool p = pool_params({1}, {}, {0}, {}, self, go);
+  into(grad_input, [&](const Tensor& gi) {
+    if (go.numel() == 0) {
+      gi.zero_();
+      return;
+    }
+    // Windows that tile the input: a scatter, one writer per input element.
+    if (p.IH % p.OH == 0 && p.IW % p.OW == 0) {
+      gi.zero_();
+      cl_kernel k = dtype_kernel(gi, "pooling.cl", "adaptive_max_pool2d_backward_scatter");
+      tocl::set_args(k, buffer_arg(gi), buffer_arg(go), buffer_arg(ind), static_cast<cl_long>(go.numel()), p);
+      launch(gi, "adaptive_max_pool2d_backward_scatter", go.numel(), k);
+      return;
+    }
+    cl_kernel k = dtype_kernel(gi, "pooling.cl", "adaptive_max_pool2d_backward");
+    tocl::set_args(k, buffer_arg(gi), buffer_arg(go), buffer_arg(ind), static_cast<cl_long>(gi.numel()), p);
+    launch(gi, "adaptive_max_pool2d_backward", gi.numel(), k);
+  });
+}
+
+std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& self, IntArrayRef output_size) {
+  StructuredFunctional<at::meta::structured_adaptive_max_pool2d, 2> op;
+  op.meta(self, output_size);
+  adaptive_max_forward(self, op.maybe_get_output(0), op.maybe_get_output(1));
+  return {op.take(0), op.take(1)};
+}
+
+std::tuple<Tensor&, Tensor&> adaptive_max_pool2d_out(const Tensor& self, IntArrayRef output_size, Tensor& out,
+                                                     Tensor& indices) {
+  StructuredOut<at::meta::structured_adaptive_max_pool2d, 2> op(out, indices);
+  op.meta(self, output_size);
+  adaptive_max_forward(self, op.maybe_get_output(0), op.maybe_get_output(1));
+  op.finish();
+  return {out, indices};
+}
+
+Tensor adaptive_max_pool2d_backward(const Tensor& grad_output, const Tensor& self, const Tensor& indices) {
+  StructuredFunctional<at::meta::structured_adaptive_max_pool2d_backward> op;
+  op.meta(grad_output, self, indices);
+  adaptive_max_backward(grad_output, self, indices, op.maybe_get_output(0));
+  return op.take();
+}
+
+Tensor& adaptive_max_pool2d_backward_out(const Tensor& grad_output, const Tensor& self, const Tensor& indices,
+                                         Tensor& grad_input) {
+  StructuredOut<at::meta::structured_adaptive_max_pool2d_backward> op(grad_input);
+  op.meta(grad_output, self, indices);
+  adaptive_max_backward(grad_output, self, indices, op.maybe_get_output(0));
+  op.finish();
+  return grad_input;
+}
+
 }  // namespace
 
 TOCL_LIBRARY_IMPL(m) {
@@ -356,6 +441,10 @@ TOCL_LIBRARY_IMPL(m) {
   m.impl("avg_pool2d_backward.grad_input", TORCH_FN(avg_pool2d_backward_out));
   m.impl("_adaptive_avg_pool2d", TORCH_FN(adaptive_avg_pool2d));
   m.impl("_adaptive_avg_pool2d_backward", TORCH_FN(adaptive_avg_pool2d_backward));
+  m.impl("adaptive_max_pool2d", TORCH_FN(adaptive_max_pool2d));
+  m.impl("adaptive_max_pool2d.out", TORCH_FN(adaptive_max_pool2d_out));
+  m.impl("adaptive_max_pool2d_backward", TORCH_FN(adaptive_max_pool2d_backward));
+  m.impl("adaptive_max_pool2d_backward.grad_input", TORCH_FN(adaptive_max_pool2d_backward_out));
 }
 
 }  // namespace torch_opencl
