@@ -18,7 +18,15 @@ struct PointwiseExpr {
   // most ops; mul and the divisions take a second operand unrounded in float (CPU's mul/div kernels read it
   // that way).
   bool unrounded_scalar_operand = false;
+  // The float expression calls kernels_cl/special_functions.cl (lgamma_of, digamma_of, i0_of, ...): the
+  // file is appended to this expression's programs only, so the others do not grow.
+  bool special_functions = false;
 };
+
+// A floating-point-only expression over special_functions.cl.
+constexpr PointwiseExpr special_expr(const char* name, const char* float_expr) {
+  return PointwiseExpr{name, float_expr, nullptr, false, true};
+}
 
 // Runs out = EXPR(inputs...) over a built iterator (one output, up to three inputs).
 // The compute type is the iterator's common dtype (float for half/bfloat16)

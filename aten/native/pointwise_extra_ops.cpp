@@ -361,6 +361,27 @@ at::Tensor& relu_(at::Tensor& self) {
   return at::clamp_min_(self, 0);
 }
 
+// ---- polygamma (n first in its schema, so not a pointwise_ops.def line): n = 0 is digamma's program,
+// n = 1 trigamma's, larger n the Hurwitz zeta's (kernels_cl/special_functions.cl), as CPU's kernel branches.
+void run_polygamma(at::TensorIteratorBase& iter, int64_t n) {
+  if (n == 0) return run_pointwise(iter, special_expr("digamma", "digamma_of(a)"));
+  if (n == 1) return run_pointwise(iter, special_expr("trigamma", "trigamma_of(a)"));
+  run_pointwise(iter, special_expr("polygamma", "polygamma_of(s0, a)"), {c10::Scalar(n)});
+}
+at::Tensor polygamma(int64_t n, const at::Tensor& self) {
+  StructuredFunctional<at::meta::structured_polygamma> op;
+  op.meta(n, self);  // n >= 0, a float result
+  run_polygamma(op, n);
+  return op.take();
+}
+at::Tensor& polygamma_out(int64_t n, const at::Tensor& self, at::Tensor& out) {
+  StructuredOut<at::meta::structured_polygamma> op(out);
+  op.meta(n, self);
+  run_polygamma(op, n);
+  op.finish();
+  return out;
+}
+
 }  // namespace
 
 TOCL_LIBRARY_IMPL(m) {
@@ -409,6 +430,8 @@ TOCL_LIBRARY_IMPL(m) {
   m.impl("equal", TORCH_FN(equal));
   m.impl("relu", TORCH_FN(relu));
   m.impl("relu_", TORCH_FN(relu_));
+  m.impl("polygamma", TORCH_FN(polygamma));
+  m.impl("polygamma.out", TORCH_FN(polygamma_out));
 }
 
 }  // namespace torch_opencl
