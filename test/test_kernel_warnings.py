@@ -35,6 +35,7 @@ x = torch.randn(6, 70, device=dev, requires_grad=True)
 xd, i = x.detach(), torch.randint(0, 6, (5,), device=dev)
 xd.t().contiguous(); xd.double().t().contiguous(); xd.half(); (xd * 10).long()                # copy.cl, tiled_index.cl
 torch.sigmoid(xd) + xd.double()                                                              # pointwise.cl
+torch.polygamma(2, xd); torch.special.i0e(xd.double())                                       # special_functions.cl
 xd.sum(1); xd.double().sum(); xd.argmax(1)                                                   # reduce.cl
 xd.cumsum(1); (xd * 10).long().cumsum(1)                                                     # scan.cl
 torch.sort(xd, 1); torch.topk((xd * 10).long(), 3)                                           # sort.cl

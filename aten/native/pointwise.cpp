@@ -105,6 +105,7 @@ std::string make_source(const at::TensorIteratorBase& iter, const PointwiseExpr&
   s += tiled_source(4, index64);
   const auto& sources = tocl::embedded_sources();
   s += sources.at("pointwise_functions.cl");
+  if (floating && expr.special_functions) s += sources.at("special_functions.cl");
   s += sources.at("pointwise.cl");
   return s;
 }

@@ -22,7 +22,15 @@ struct PointwiseExpr {
   // the helpers pointwise_functions.cl gives float16 versions): on devices whose kernel forms ask for it
   // (runtime/kernel_forms.h's pointwise_vectors), contiguous float32 operands take the vector kernel.
   bool vectorizes = false;
+  // The float expression calls kernels_cl/special_functions.cl (lgamma_of, digamma_of, i0_of, ...): the
+  // file is appended to this expression's programs only, so the others do not grow.
+  bool special_functions = false;
 };
+
+// A floating-point-only expression over special_functions.cl.
+constexpr PointwiseExpr special_expr(const char* name, const char* float_expr) {
+  return PointwiseExpr{name, float_expr, nullptr, false, false, true};
+}
 
 // Runs out = EXPR(inputs...) over a built iterator (one output, up to three inputs).
 // The compute type is the iterator's common dtype (float for half/bfloat16)

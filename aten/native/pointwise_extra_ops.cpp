@@ -6,6 +6,7 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/MetaFunctions.h>
 #include <ATen/ScalarOps.h>
+#include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
@@ -361,6 +362,93 @@ at::Tensor& relu_(at::Tensor& self) {
   return at::clamp_min_(self, 0);
 }
 
+// ---- polygamma (n first in its schema, so not a pointwise_ops.def line): n = 0 is digamma's program,
+// n = 1 trigamma's, larger n the Hurwitz zeta's (kernels_cl/special_functions.cl), as CPU's kernel branches.
+void run_polygamma(at::TensorIteratorBase& iter, int64_t n) {
+  if (n == 0) return run_pointwise(iter, special_expr("digamma", "digamma_of(a)"));
+  if (n == 1) return run_pointwise(iter, special_expr("trigamma", "trigamma_of(a)"));
+  run_pointwise(iter, special_expr("polygamma", "polygamma_of(s0, a)"), {c10::Scalar(n)});
+}
+at::Tensor polygamma(int64_t n, const at::Tensor& self) {
+  StructuredFunctional<at::meta::structured_polygamma> op;
+  op.meta(n, self);  // n >= 0, a float result
+  run_polygamma(op, n);
+  return op.take();
+}
+at::Tensor& polygamma_out(int64_t n, const at::Tensor& self, at::Tensor& out) {
+  StructuredOut<at::meta::structured_polygamma> op(out);
+  op.meta(n, self);
+  run_polygamma(op, n);
+  op.finish();
+  return out;
+}
+
+// ---- glu's gradient, as CPU builds it (GatedLinearUnit.cpp): the first half's gradient is sigmoid(b) * grad,
+// the second's (1 - sigmoid(b)) sigmoid(b) a grad, from an iterator over the first half's result.
+at::Tensor& glu_backward_out(const at::Tensor& grad_output, const at::Tensor& input, int64_t dim,
+                             at::Tensor& grad_input) {
+  TORCH_CHECK(input.dim() > 0, "glu does not support 0-dimensional tensors");
+  const int64_t wrap_dim = at::maybe_wrap_dim(dim, input.dim());
+  const int64_t n = input.size(wrap_dim);
+  TORCH_CHECK(n % 2 == 0, "Halving dimension must be even, but dimension ", wrap_dim, " is size ", n);
+  grad_input.resize_as_(input);
+  const int64_t half = n / 2;
+  const at::Tensor first = input.narrow(wrap_dim, 0, half);
+  const at::Tensor second = input.narrow(wrap_dim, half, half);
+  at::Tensor grad_first = grad_input.narrow(wrap_dim, 0, half);
+  at::Tensor grad_second = grad_input.narrow(wrap_dim, half, half);
+  at::sigmoid_out(grad_first, second);
+  auto iter = at::TensorIteratorConfig()
+                  .add_output(grad_second)
+                  .add_const_input(grad_first)
+                  .add_const_input(first)
+                  .add_const_input(grad_output)
+                  .build();
+  run_pointwise(iter, {"glu_backward", "((C_T)1 - a) * a * b * c", nullptr});
+  grad_first.mul_(grad_output);
+  return grad_input;
+}
+at::Tensor glu_backward(const at::Tensor& grad_output, const at::Tensor& input, int64_t dim) {
+  at::Tensor grad_input = at::empty({0}, input.options());
+  return glu_backward_out(grad_output, input, dim, grad_input);
+}
+
+// ---- prelu's kernels (F.prelu reshapes the weight to broadcast and calls these), as CPU's Activation.cpp:
+// one iterator over self and the broadcast weight (same dtype); the backward's two outputs have the
+// broadcast shape (autograd sums the weight's down to its shape).
+at::Tensor prelu_kernel(const at::Tensor& self, const at::Tensor& weight) {
+  at::Tensor result = at::empty_like(self);
+  auto iter = at::TensorIteratorConfig().add_output(result).add_const_input(self).add_const_input(weight).build();
+  run_pointwise(iter, {"prelu", "a > (C_T)0 ? a : b * a", nullptr});
+  return result;
+}
+std::tuple<at::Tensor, at::Tensor> prelu_kernel_backward(const at::Tensor& grad_out, const at::Tensor& self,
+                                                         const at::Tensor& weight) {
+  at::Tensor grad_self = at::empty({0}, self.options());
+  at::Tensor grad_weight = at::empty({0}, weight.options());
+  // CPU's two-output iterator decides both outputs' shape and layout (and checks the dtypes); the
+  // engine takes one output a launch, so each output then gets its own iterator over the same inputs.
+  at::TensorIteratorConfig()
+      .add_output(grad_self)
+      .add_output(grad_weight)
+      .add_const_input(self)
+      .add_const_input(weight)
+      .add_const_input(grad_out)
+      .build();
+  auto launch = [&](at::Tensor& out, const PointwiseExpr& expr) {
+    auto iter = at::TensorIteratorConfig()
+                    .add_output(out)
+                    .add_const_input(self)
+                    .add_const_input(weight)
+                    .add_const_input(grad_out)
+                    .build();
+    run_pointwise(iter, expr);
+  };
+  launch(grad_self, {"prelu_backward_self", "a > (C_T)0 ? c : b * c", nullptr});
+  launch(grad_weight, {"prelu_backward_weight", "a > (C_T)0 ? (C_T)0 : a * c", nullptr});
+  return {grad_self, grad_weight};
+}
+
 }  // namespace
 
 TOCL_LIBRARY_IMPL(m) {
@@ -409,6 +497,12 @@ TOCL_LIBRARY_IMPL(m) {
   m.impl("equal", TORCH_FN(equal));
   m.impl("relu", TORCH_FN(relu));
   m.impl("relu_", TORCH_FN(relu_));
+  m.impl("polygamma", TORCH_FN(polygamma));
+  m.impl("polygamma.out", TORCH_FN(polygamma_out));
+  m.impl("glu_backward", TORCH_FN(glu_backward));
+  m.impl("glu_backward.grad_input", TORCH_FN(glu_backward_out));
+  m.impl("_prelu_kernel", TORCH_FN(prelu_kernel));
+  m.impl("_prelu_kernel_backward", TORCH_FN(prelu_kernel_backward));
 }
 
 }  // namespace torch_opencl

@@ -142,6 +142,23 @@ void run_round_decimals(at::TensorIteratorBase& op, int64_t decimals) {
     run_pointwise(op, {"round_decimals", "rint(a * s0) / s0", nullptr}, {ten_pow});
 }
 
+// A scalar CPU's kernel converts to the tensor's own dtype (Scalar::to<scalar_t>, checked): rounded for half
+// and bfloat16, whose kernels here compute in float (hardshrink's lambda).
+c10::Scalar in_dtype(const c10::Scalar& s, c10::ScalarType dtype) {
+  if (dtype == at::kHalf) return c10::Scalar(static_cast<double>(s.to<c10::Half>()));
+  if (dtype == at::kBFloat16) return c10::Scalar(static_cast<double>(s.to<c10::BFloat16>()));
+  return s;
+}
+
+// nextafter steps in the tensor's own dtype: half and bfloat16 (which this engine computes in float) run on
+// the CPU fallback rather than step by a float's ulp.
+void run_nextafter(at::TensorIteratorBase& op) {
+  const auto dtype = op.common_dtype();
+  if (dtype == at::kHalf || dtype == at::kBFloat16)
+    throw_dtype_not_native(c10::str("nextafter: no opencl kernel steps by a ", dtype, " ulp"));
+  run_pointwise(op, {"nextafter", "nextafter(a, b)", nullptr});
+}
+
 #define TOCL_EXPAND(...) __VA_ARGS__
 
 #define OP(NAME, META, PARAMS, ARGS, LAUNCH, F, I, O)                                 \
