@@ -39,8 +39,11 @@ def same_storage(a, b):
 # --- In-place, out=, TensorList, Tensor?[] ---------------------------------------------
 
 
-# The operators in these tests have no opencl kernel (hypot, kthvalue, lgamma,
-# igamma): each test asserts the fallback served it, so native kernels cannot hide its paths.
+# The operators in these tests have no opencl kernel (igamma, kthvalue, mvlgamma, modified_bessel_i0/i1,
+# histc, cdist, modified_bessel_k0): each test asserts the fallback served it, so native kernels cannot hide its paths. (hypot, lgamma
+# and erfcx served here until they went native.)
+def positive(t):
+    return t.abs() + 0.5
 def _served_by_fallback(name):
     return torch.opencl.fallback_stats().get(name, 0) > 0
 
@@ -51,22 +54,22 @@ def _fresh_fallback_counts():
 
 
 def test_inplace_op_mutates_and_returns_self():
-    a, b = cpu_data(seed=1), cpu_data(seed=2)
+    a, b = positive(cpu_data(seed=1)), positive(cpu_data(seed=2))
     x = a.to(DEV)
-    ret = x.hypot_(b.to(DEV))
-    assert _served_by_fallback("aten::hypot.out")  # in-place structured ops arrive as out=self
+    ret = x.igamma_(b.to(DEV))
+    assert _served_by_fallback("aten::igamma.out")  # in-place structured ops arrive as out=self
     assert ret is x
     assert x.device.type == DEV
-    torch.testing.assert_close(x.cpu(), a.clone().hypot_(b))
+    torch.testing.assert_close(x.cpu(), a.clone().igamma_(b))
 
 
 def test_out_argument_is_written_and_returned():
-    a, b = cpu_data(seed=1), cpu_data(seed=2)
+    a, b = positive(cpu_data(seed=1)), positive(cpu_data(seed=2))
     o = torch.empty(12, device=DEV)
-    ret = torch.hypot(a.to(DEV), b.to(DEV), out=o)
-    assert _served_by_fallback("aten::hypot.out")
+    ret = torch.igamma(a.to(DEV), b.to(DEV), out=o)
+    assert _served_by_fallback("aten::igamma.out")
     assert ret is o
-    torch.testing.assert_close(o.cpu(), torch.hypot(a, b))
+    torch.testing.assert_close(o.cpu(), torch.igamma(a, b))
 
 
 def test_out_argument_is_resized():
@@ -176,34 +179,34 @@ def test_multiple_returns():
 
 
 def test_inplace_on_noncontiguous_view_shows_in_base():
-    base = cpu_data(shape=(4, 4))
+    base = positive(cpu_data(shape=(4, 4)))
     x = base.to(DEV)
     col = x.t()[1]  # column 1 of x: stride 4
     assert not col.is_contiguous()
-    col.lgamma_()
-    assert _served_by_fallback("aten::lgamma.out")
+    col.mvlgamma_(1)
+    assert _served_by_fallback("aten::mvlgamma.out")
     ref = base.clone()
-    ref.t()[1].lgamma_()
+    ref.t()[1].mvlgamma_(1)
     torch.testing.assert_close(x.cpu(), ref)
 
 
 def test_inplace_on_offset_slice_leaves_rest_untouched():
-    base = cpu_data(10)
+    base = positive(cpu_data(10))
     x = base.to(DEV)
-    x[2:8:2].lgamma_()
-    assert _served_by_fallback("aten::lgamma.out")
+    x[2:8:2].mvlgamma_(1)
+    assert _served_by_fallback("aten::mvlgamma.out")
     ref = base.clone()
-    ref[2:8:2].lgamma_()
+    ref[2:8:2].mvlgamma_(1)
     torch.testing.assert_close(x.cpu(), ref)
 
 
 def test_out_into_a_view_of_a_larger_tensor():
-    a, b = cpu_data(4, seed=1), cpu_data(4, seed=2)
+    a, b = positive(cpu_data(4, seed=1)), positive(cpu_data(4, seed=2))
     big = torch.zeros(3, 4, device=DEV)
-    torch.hypot(a.to(DEV), b.to(DEV), out=big[1])
-    assert _served_by_fallback("aten::hypot.out")
+    torch.igamma(a.to(DEV), b.to(DEV), out=big[1])
+    assert _served_by_fallback("aten::igamma.out")
     ref = torch.zeros(3, 4)
-    ref[1] = torch.hypot(a, b)
+    ref[1] = torch.igamma(a, b)
     torch.testing.assert_close(big.cpu(), ref)
 
 
@@ -256,10 +259,11 @@ def test_autograd_through_the_fallback():
     base = cpu_data(6)
     w = base.clone().to(DEV).requires_grad_()
     torch.opencl.reset_fallback_stats()
-    (torch.lgamma(w.abs() + 1).sin() * 2).sum().backward()  # lgamma and its backward's digamma: fallback
-    assert torch.opencl.fallback_stats() == {"aten::lgamma.out": 1, "aten::digamma.out": 1}
+    # cdist's forward and its backward (once per input) on the fallback
+    (torch.cdist(w.view(2, 3), (w * 2 + 1).view(2, 3)).sin() * 2).sum().backward()
+    assert torch.opencl.fallback_stats() == {"aten::_cdist_forward": 1, "aten::_cdist_backward": 2}
     wc = base.clone().requires_grad_()
-    (torch.lgamma(wc.abs() + 1).sin() * 2).sum().backward()
+    (torch.cdist(wc.view(2, 3), (wc * 2 + 1).view(2, 3)).sin() * 2).sum().backward()
     torch.testing.assert_close(w.grad.cpu(), wc.grad)
 
 
@@ -429,31 +433,31 @@ def test_counters():
     x = torch.ones(3, device=DEV)
     torch.opencl.reset_fallback_stats()
     assert torch.opencl.fallback_stats() == {}
-    torch.special.erfcx(x)
-    torch.special.erfcx(x)
+    torch.special.modified_bessel_i0(x)
+    torch.special.modified_bessel_i0(x)
     stats = torch.opencl.fallback_stats()
-    assert stats["aten::special_erfcx.out"] == 2
+    assert stats["aten::special_modified_bessel_i0.out"] == 2
     torch.opencl.reset_fallback_stats()
-    assert "aten::special_erfcx.out" not in torch.opencl.fallback_stats()
+    assert "aten::special_modified_bessel_i0.out" not in torch.opencl.fallback_stats()
 
 
 def test_counters_name_the_overload():
     torch.opencl.reset_fallback_stats()
     x = torch.ones(3, device=DEV)
     torch.histc(x)
-    torch.special.erfcx(x, out=torch.empty(3, device=DEV))
+    torch.special.modified_bessel_i0(x, out=torch.empty(3, device=DEV))
     stats = torch.opencl.fallback_stats()
-    assert stats == {"aten::histc": 1, "aten::special_erfcx.out": 1}, stats
+    assert stats == {"aten::histc": 1, "aten::special_modified_bessel_i0.out": 1}, stats
 
 
 def test_error_mode_in_process(restore_mode):
     x = torch.ones(3, device=DEV)
     torch.opencl.set_fallback_mode("error")
     assert torch.opencl.fallback_mode() == "error"
-    with pytest.raises(RuntimeError, match=r"aten::special_erfcx\.out.*TORCH_OPENCL_FALLBACK=error"):
-        torch.special.erfcx(x)
+    with pytest.raises(RuntimeError, match=r"aten::special_modified_bessel_i0\.out.*TORCH_OPENCL_FALLBACK=error"):
+        torch.special.modified_bessel_i0(x)
     torch.opencl.set_fallback_mode("silent")
-    torch.testing.assert_close(torch.special.erfcx(x).cpu(), torch.special.erfcx(torch.ones(3)))
+    torch.testing.assert_close(torch.special.modified_bessel_i0(x).cpu(), torch.special.modified_bessel_i0(torch.ones(3)))
 
 
 def test_warn_mode_in_process_warns_once_per_operator(restore_mode):
@@ -461,12 +465,12 @@ def test_warn_mode_in_process_warns_once_per_operator(restore_mode):
     torch.opencl.set_fallback_mode("warn")  # also forgets which operators have warned
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        torch.special.erfcx(x)
-        torch.special.erfcx(x)
-        torch.special.i1e(x)
+        torch.special.modified_bessel_i0(x)
+        torch.special.modified_bessel_i0(x)
+        torch.special.modified_bessel_k0(x)
     texts = [str(w.message) for w in caught]
-    assert sum("aten::special_erfcx.out" in t for t in texts) == 1, texts
-    assert sum("aten::special_i1e.out" in t for t in texts) == 1, texts
+    assert sum("aten::special_modified_bessel_i0.out" in t for t in texts) == 1, texts
+    assert sum("aten::special_modified_bessel_k0.out" in t for t in texts) == 1, texts
 
 
 def test_silent_mode_in_process(restore_mode):
@@ -474,7 +478,7 @@ def test_silent_mode_in_process(restore_mode):
     torch.opencl.set_fallback_mode("silent")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        torch.special.erfcx(x)
+        torch.special.modified_bessel_i0(x)
     assert not [w for w in caught if "opencl kernel" in str(w.message)]
 
 
@@ -491,12 +495,12 @@ SCRIPT = textwrap.dedent(
     x = torch.ones(3, device="opencl")
     print("MODE", torch.opencl.fallback_mode())
     try:
-        torch.special.erfcx(x)
-        torch.special.erfcx(x)
+        torch.special.modified_bessel_i0(x)
+        torch.special.modified_bessel_i0(x)
         print("RAN")
     except RuntimeError as e:
         print("ERROR", e)
-    print("COUNT", torch.opencl.fallback_stats().get("aten::special_erfcx.out", 0))
+    print("COUNT", torch.opencl.fallback_stats().get("aten::special_modified_bessel_i0.out", 0))
     """
 )
 
@@ -514,7 +518,7 @@ def test_env_warn(value):
     p = run_with_env(value)
     assert p.returncode == 0, p.stderr
     assert "MODE warn" in p.stdout and "RAN" in p.stdout and "COUNT 2" in p.stdout
-    assert p.stderr.count("'aten::special_erfcx.out' has no opencl kernel") == 1, p.stderr
+    assert p.stderr.count("'aten::special_modified_bessel_i0.out' has no opencl kernel") == 1, p.stderr
 
 
 def test_env_silent():
@@ -528,5 +532,5 @@ def test_env_error():
     p = run_with_env("error")
     assert p.returncode == 0, p.stderr
     assert "MODE error" in p.stdout
-    assert "ERROR" in p.stdout and "aten::special_erfcx.out" in p.stdout and "RAN" not in p.stdout
+    assert "ERROR" in p.stdout and "aten::special_modified_bessel_i0.out" in p.stdout and "RAN" not in p.stdout
     assert "COUNT 0" in p.stdout
