@@ -26,6 +26,9 @@ void gemm_batched(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c,
 void gemv(const at::Tensor& a, const at::Tensor& x, const at::Tensor& y, double alpha, double beta,
           const at::Tensor& addend = {});
 
+// CPU's checks of dot's operands (1-D, one dtype, one length), with its messages; vdot makes them too.
+void check_dot_operands(const at::Tensor& self, const at::Tensor& other);
+
 // out (0-d) = x . y for two 1-D tensors of one length.
 void dot(const at::Tensor& x, const at::Tensor& y, const at::Tensor& out);
 

@@ -12,6 +12,17 @@
 #include "fallback/fallback.h"
 
 namespace torch_opencl {
+
+void check_dot_operands(const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(self.dim() == 1 && other.dim() == 1, "1D tensors expected, but got ", self.dim(), "D and ",
+              other.dim(), "D tensors");
+  TORCH_CHECK(self.scalar_type() == other.scalar_type(), "dot : expected both vectors to have same dtype, but found ",
+              self.scalar_type(), " and ", other.scalar_type());
+  TORCH_CHECK(self.numel() == other.numel(), "inconsistent tensor size, expected tensor [", self.numel(),
+              "] and src [", other.numel(), "] to have the same number of elements, but got ", self.numel(),
+              " and ", other.numel(), " elements respectively");
+}
+
 namespace {
 
 template <class F>
@@ -169,13 +180,7 @@ INPLACE(baddbmm, structured_baddbmm, batch1, batch2,
 INPLACE(addmv, structured_addmv, mat, vec, addmv_impl(self, mat, vec, beta, alpha, result))
 
 at::Tensor dot_op(const at::Tensor& self, const at::Tensor& other) {
-  TORCH_CHECK(self.dim() == 1 && other.dim() == 1, "1D tensors expected, but got ", self.dim(), "D and ",
-              other.dim(), "D tensors");
-  TORCH_CHECK(self.scalar_type() == other.scalar_type(), "dot : expected both vectors to have same dtype, but found ",
-              self.scalar_type(), " and ", other.scalar_type());
-  TORCH_CHECK(self.numel() == other.numel(), "inconsistent tensor size, expected tensor [", self.numel(),
-              "] and src [", other.numel(), "] to have the same number of elements, but got ", self.numel(),
-              " and ", other.numel(), " elements respectively");
+  check_dot_operands(self, other);
   auto out = at::empty({}, self.options());
   check_device("dot", out, {&other});
   if (blas_supports(self.scalar_type())) torch_opencl::dot(self, other, out);

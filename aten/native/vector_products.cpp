@@ -57,13 +57,7 @@ Tensor trace(const Tensor& self) {
 
 Tensor vdot(const Tensor& self, const Tensor& other) {
   if (self.is_complex()) throw_dtype_not_native(c10::str("vdot: no OpenCL form for ", self.scalar_type()));
-  TORCH_CHECK(self.dim() == 1 && other.dim() == 1, "1D tensors expected, but got ", self.dim(), "D and ",
-              other.dim(), "D tensors");
-  TORCH_CHECK(self.scalar_type() == other.scalar_type(), "dot : expected both vectors to have same dtype, but found ",
-              self.scalar_type(), " and ", other.scalar_type());
-  TORCH_CHECK(self.numel() == other.numel(), "inconsistent tensor size, expected tensor [", self.numel(),
-              "] and src [", other.numel(), "] to have the same number of elements, but got ", self.numel(),
-              " and ", other.numel(), " elements respectively");
+  check_dot_operands(self, other);
   check_same_device({self, other});
   check_dtype(self, "dot");
   const c10::DeviceGuard guard(self.device());
