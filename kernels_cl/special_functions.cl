@@ -296,8 +296,9 @@ __constant SF_ACC sf_zeta_coefficients[12] = {
 
 // The Hurwitz zeta function sum_k (k + q)^-x, in double where the device has it (CPU's accumulate type
 // for float and double): terms summed directly until q + k > 9 (and at least 9 of them), then the
-// Euler-Maclaurin tail. As CPU's: a negative non-integer q sums every term up from q (|q| steps).
-TOCL_INLINE SF_ACC sf_zeta(SF_ACC x, SF_ACC q) {
+// Euler-Maclaurin tail. As CPU's: a negative non-integer q sums every term up from q (|q| steps); for
+// q < -SF_ZETA_DIRECT_LIMIT, sf_zeta below folds those terms instead (CPU loops there for hours).
+TOCL_INLINE SF_ACC sf_zeta_summed(SF_ACC x, SF_ACC q) {
   const SF_ACC machep = (SF_ACC)1.11022302462515654042E-16;
   if (x == (SF_ACC)1) return (SF_ACC)INFINITY;
   if (x < (SF_ACC)1) return (SF_ACC)NAN;
@@ -333,6 +334,19 @@ TOCL_INLINE SF_ACC sf_zeta(SF_ACC x, SF_ACC q) {
     k += (SF_ACC)1;
   }
   return s;
+}
+
+#define SF_ZETA_DIRECT_LIMIT 65536
+
+// With q = g - m (g in (0, 1), m terms below zero) and an integer x (the only one a negative q allows),
+// the m negative terms are (-1)^x times zeta(x, 1 - g) - zeta(x, 1 - g + m): three sums of positive q.
+TOCL_INLINE SF_ACC sf_zeta(SF_ACC x, SF_ACC q) {
+  if (q < -(SF_ACC)SF_ZETA_DIRECT_LIMIT && q != floor(q) && x == floor(x) && x > (SF_ACC)1) {
+    const SF_ACC m = -floor(q), g = q + m;
+    const SF_ACC below = sf_zeta_summed(x, (SF_ACC)1 - g) - sf_zeta_summed(x, (SF_ACC)1 - g + m);
+    return (fmod(x, (SF_ACC)2) != (SF_ACC)0 ? -below : below) + sf_zeta_summed(x, g);
+  }
+  return sf_zeta_summed(x, q);
 }
 
 // polygamma(n, x) for n >= 0 (the host refuses negative n, as CPU's meta function does); n arrives in C_T.

@@ -59,8 +59,8 @@ def unit_values(dtype):
 
 
 def no_long_zeta(x):
-    """polygamma(n >= 2) of a negative non-integer x sums |x| terms on CPU (Cephes' zeta), and so here: keep
-    those few."""
+    """polygamma(n >= 2) of a negative non-integer x sums |x| terms on CPU (Cephes' zeta; ours folds them past
+    65536, test_polygamma_of_large_negative_non_integers): keep CPU's reference to those few."""
     return x[~((x < -1000) & (x != x.trunc()))]
 
 
@@ -131,6 +131,33 @@ def test_polygamma_orders(dtype):
         same(got, want)
     with pytest.raises(RuntimeError, match="does not support negative n"):
         torch.polygamma(-1, x.to(DEV))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_polygamma_of_large_negative_non_integers(dtype):
+    """CPU's zeta sums |x| terms for a negative non-integer x (hours at -3e12, which would hold a GPU as
+    long); past 65536 terms ours folds the terms below zero into two zeta sums of positive arguments. Just
+    past the limit CPU still finishes: both forms must agree there, and at -3.16e12 with the fold written
+    with CPU's own special.zeta."""
+    x = torch.tensor([-65535.3, -65536.25, -65537.75, -70000.25, -1e5 - 0.375, -2.5e5 + 0.125], dtype=dtype)
+    for n in (2, 3, 4):
+        want = torch.polygamma(n, x)
+        with native_only():
+            got = torch.polygamma(n, x.to(DEV))
+        same(got, want, rtol=1e-4 if dtype == torch.float32 else 1e-9, atol=0)
+    if dtype != torch.float64:
+        return  # a float32 of that size is an integer (a pole)
+    q = torch.tensor([-3.16e12 + 0.5, -1e15 - 0.25], dtype=dtype)
+    m = -q.floor()
+    g = q + m
+    for n in (2, 3):
+        s = float(n + 1)
+        below = torch.special.zeta(s, 1 - g) - torch.special.zeta(s, 1 - g + m)
+        zeta = (-below if n % 2 == 0 else below) + torch.special.zeta(s, g)
+        want = (1 if n % 2 else -1) * math.factorial(n) * zeta
+        with native_only():
+            got = torch.polygamma(n, q.to(DEV))
+        same(got, want, rtol=1e-9, atol=0)
 
 
 def test_unary_forms():
