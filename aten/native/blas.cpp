@@ -104,7 +104,7 @@ void check_operands(const char* op, std::initializer_list<const at::Tensor*> ts)
     TORCH_CHECK(t->scalar_type() == first.scalar_type(), op, ": expected all tensors of one dtype, but found ",
                 first.scalar_type(), " and ", t->scalar_type());
   }
-  TORCH_CHECK(blas_supports(first.scalar_type()), op, ": CLBlast computes float32 and float64, not ",
+  TORCH_CHECK(blas_supports(first.scalar_type()), op, ": computes float32, float64, float16 and bfloat16, not ",
               first.scalar_type());
   check_device_supports(first.scalar_type(), device_index(first), op);
 }
@@ -173,10 +173,28 @@ void run_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, dou
   if (!target.is_same(c)) c.copy_(target);
 }
 
+bool through_float(c10::ScalarType type) { return type == at::kHalf || type == at::kBFloat16; }
+
+at::Tensor as_float(const at::Tensor& t) { return t.defined() ? t.to(at::kFloat) : t; }
+
+// The addend a float16/bfloat16 product's float32 form adds: c's own values when it adds c.
+at::Tensor float_addend(const at::Tensor& c, double beta, const at::Tensor& addend) {
+  if (beta == 0) return at::Tensor();
+  return as_float(addend.defined() ? addend : c);
+}
+
 void gemm_any(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta,
               const at::Tensor& addend, const char* op) {
   check_operands(op, {&a, &b, &c});
   if (addend.defined()) check_operands(op, {&c, &addend});
+  if (through_float(c.scalar_type())) {
+    // CPU multiplies and adds float16 and bfloat16 in float32 and rounds each result once: so does this,
+    // through float32 copies (transposed operands stay transposed; a broadcast addend stays broadcast).
+    const at::Tensor c32 = at::empty(c.sizes(), c.options().dtype(at::kFloat));
+    gemm_any(as_float(a), as_float(b), c32, alpha, beta, float_addend(c, beta, addend), op);
+    c.copy_(c32);
+    return;
+  }
   const int64_t d = c.dim();
   const int64_t batch = d == 3 ? c.size(0) : 1;
   const int64_t m = c.size(d - 2), n = c.size(d - 1), k = a.size(d - 1);
@@ -210,7 +228,7 @@ at::Tensor vector_of(const at::Tensor& v, size_t* inc) {
 
 }  // namespace
 
-bool blas_supports(c10::ScalarType type) { return type == at::kFloat || type == at::kDouble; }
+bool blas_supports(c10::ScalarType type) { return type == at::kFloat || type == at::kDouble || through_float(type); }
 
 void gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta,
           const at::Tensor& addend) {
@@ -228,6 +246,12 @@ void gemv(const at::Tensor& a, const at::Tensor& x, const at::Tensor& y, double 
           const at::Tensor& addend) {
   check_operands("mv", {&a, &x, &y});
   if (addend.defined()) check_operands("mv", {&y, &addend});
+  if (through_float(y.scalar_type())) {  // as gemm_any's
+    const at::Tensor y32 = at::empty(y.sizes(), y.options().dtype(at::kFloat));
+    gemv(as_float(a), as_float(x), y32, alpha, beta, float_addend(y, beta, addend));
+    y.copy_(y32);
+    return;
+  }
   const int64_t m = a.size(0), n = a.size(1);
   TORCH_CHECK(x.dim() == 1 && y.dim() == 1 && x.size(0) == n && y.size(0) == m, "mv: shapes ", a.sizes(), " @ ",
               x.sizes(), " -> ", y.sizes(), " do not match");
@@ -269,6 +293,12 @@ void gemv(const at::Tensor& a, const at::Tensor& x, const at::Tensor& y, double 
 
 void dot(const at::Tensor& x, const at::Tensor& y, const at::Tensor& out) {
   check_operands("dot", {&x, &y, &out});
+  if (through_float(out.scalar_type())) {  // CPU's half and bfloat16 dot multiplies and adds in float
+    const at::Tensor out32 = at::empty({}, out.options().dtype(at::kFloat));
+    dot(as_float(x), as_float(y), out32);
+    out.copy_(out32);
+    return;
+  }
   const int64_t n = x.size(0);
   if (n == 0) return out.zero_(), void();
   const int device = device_index(out);

@@ -1,13 +1,13 @@
 #pragma once
-// CLBlast behind tensors: GEMM, batched GEMM, GEMV and DOT on opencl tensors of
-// float32 or float64. Operands go to CLBlast as they are laid out (row- or
-// column-major through the transpose flags, leading dimension, offset, batch
-// stride); only a matrix that is neither is copied to a contiguous one.
+// GEMM, batched GEMM, GEMV and DOT on opencl tensors of float32 or float64 (our kernels, then CLBlast),
+// and of float16 and bfloat16 through float32 (as CPU multiplies and adds them, rounded once at the end).
+// Operands go to CLBlast as they are laid out (row- or column-major through the transpose flags, leading
+// dimension, offset, batch stride); only a matrix that is neither is copied to a contiguous one.
 #include <ATen/core/Tensor.h>
 
 namespace torch_opencl {
 
-// True for the dtypes these routines compute natively (float32, float64).
+// True for the dtypes these routines compute natively (float32, float64; float16 and bfloat16 in float32).
 bool blas_supports(c10::ScalarType type);
 
 // c = alpha * a @ b + beta * c for a (m, k), b (k, n), c (m, n). With beta == 0, c's old

@@ -183,7 +183,10 @@ at::Tensor dot_op(const at::Tensor& self, const at::Tensor& other) {
   check_dot_operands(self, other);
   auto out = at::empty({}, self.options());
   check_device("dot", out, {&other});
-  if (blas_supports(self.scalar_type())) torch_opencl::dot(self, other, out);
+  const auto type = self.scalar_type();
+  if (blas_supports(type)) torch_opencl::dot(self, other, out);
+  // Integers wrap as CPU's (products and sums in the dtype: the same bits modulo its width).
+  else if (at::isIntegralType(type, /*includeBool=*/false)) out.copy_(at::mul(self, other).sum(type));
   else on_cpu("aten::dot", out, [&] { return at::dot(cpu(self), cpu(other)); });
   return out;
 }

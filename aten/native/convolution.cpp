@@ -436,9 +436,23 @@ bool winograd(const Conv2d& c, int device) {
 }
 
 bool native(const at::Tensor& input, const at::Tensor& weight) {
-  return (input.dim() == 3 || input.dim() == 4) && blas_supports(input.scalar_type()) &&
-         weight.scalar_type() == input.scalar_type();
+  const auto type = input.scalar_type();
+  return (input.dim() == 3 || input.dim() == 4) && (type == at::kFloat || type == at::kDouble) &&
+         weight.scalar_type() == type;
 }
+
+// float16 and bfloat16 convolutions (autocast's) run in float32 and are rounded once at the end, as CPU
+// computes them; operands of mixed dtypes keep CPU's error (on the CPU path).
+bool through_float(std::initializer_list<const at::Tensor*> operands) {
+  const auto type = (*operands.begin())->scalar_type();
+  if (type != at::kHalf && type != at::kBFloat16) return false;
+  for (const at::Tensor* t : operands)
+    if (t->defined() && t->scalar_type() != type) return false;
+  return true;
+}
+
+at::Tensor as_float(const at::Tensor& t) { return t.defined() ? t.to(at::kFloat) : t; }
+at::Tensor as_type(const at::Tensor& t, at::ScalarType type) { return t.defined() ? t.to(type) : t; }
 
 at::Tensor squeeze_1d(const at::Tensor& t, bool one_d) { return one_d ? t.squeeze(2) : t; }
 
@@ -449,6 +463,12 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
               "Expected all tensors to be on the same device, but found at least two devices, ", input.device(),
               " and ", weight.device() != input.device() ? weight.device() : bias->device(), "!");
   check_dilation(dilation, weight, transposed);
+  const at::Tensor bias_or_none = bias ? *bias : at::Tensor();
+  if (through_float({&input, &weight, &bias_or_none})) {
+    const auto out = torch_opencl::convolution(as_float(input), as_float(weight), std::optional<at::Tensor>(as_float(bias_or_none)),
+                                 stride, padding, dilation, transposed, output_padding, groups);
+    return out.to(input.scalar_type());
+  }
   if (!native(input, weight))
     return convolution_on_cpu(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
   const bool one_d = input.dim() == 3;
@@ -487,6 +507,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding,
     int64_t groups, std::array<bool, 3> output_mask) {
   check_dilation(dilation, weight, transposed);
+  if (through_float({&input, &weight, &grad_output})) {
+    const auto [gi, gw, gb] = torch_opencl::convolution_backward(as_float(grad_output), as_float(input), as_float(weight), stride,
+                                                   padding, dilation, transposed, output_padding, groups,
+                                                   output_mask);
+    const auto type = input.scalar_type();
+    return {as_type(gi, type), as_type(gw, type), as_type(gb, type)};
+  }
   if (!native(input, weight) || grad_output.scalar_type() != input.scalar_type())
     return convolution_backward_on_cpu(grad_output, input, weight, stride, padding, dilation, transposed,
                                        output_padding, groups, output_mask);
