@@ -161,7 +161,10 @@ def test_choice_and_what_stays_on_math():
     q, k, v = (t.to(DEV) for t in qkv(1, 4, 8, 8, 16))
     assert torch._fused_sdp_choice(q, k, v) == SDPBackend.OVERRIDEABLE.value
     assert torch._fused_sdp_choice(q, k, v, dropout_p=0.1) == SDPBackend.OVERRIDEABLE.value
-    assert torch._fused_sdp_choice(q.half(), k.half(), v.half()) == SDPBackend.MATH.value
+    # float16/bfloat16 run the fused kernels in float32 (test_reduced_precision_products); integers do not.
+    assert torch._fused_sdp_choice(q.half(), k.half(), v.half()) == SDPBackend.OVERRIDEABLE.value
+    assert torch._fused_sdp_choice(q.bfloat16(), k.bfloat16(), v.bfloat16()) == SDPBackend.OVERRIDEABLE.value
+    assert torch._fused_sdp_choice(q.long(), k.long(), v.long()) == SDPBackend.MATH.value
 
     # Grouped-query attention is fused with enable_gqa=True (test_grouped_query_attention); unequal heads
     # without it, or a head count that is not a multiple, stay on math (which broadcasts or raises, as CPU).
@@ -184,8 +187,9 @@ def test_choice_and_what_stays_on_math():
         F.scaled_dot_product_attention(q, k, v)
     assert not fused_ran(names)
     with sdpa_kernel(SDPBackend.OVERRIDEABLE):
-        with pytest.raises(RuntimeError, match="math backend is disabled.*the dtype must be float32 or float64"):
-            F.scaled_dot_product_attention(q.half(), k.half(), v.half())
+        with pytest.raises(RuntimeError, match="math backend is disabled.*head dims must be 1 to 128"):
+            wide = torch.randn(1, 4, 8, 129, device=DEV)
+            F.scaled_dot_product_attention(wide, wide, wide)
 
 
 def test_bad_input_gives_clear_errors():

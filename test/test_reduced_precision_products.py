@@ -96,6 +96,34 @@ def test_convolutions_and_their_gradients_match_cpu(dtype):
             F.conv2d(x.to(DEV), w.to(DEV).float())
 
 
+@pytest.mark.parametrize("dtype", REDUCED)
+def test_attention_runs_the_fused_kernels_in_float32(dtype):
+    """float16/bfloat16 scaled_dot_product_attention takes the fused kernels (on float32 copies, rounded once),
+    not the math path with its stored scores: against CPU's float32 attention rounded to the dtype, forward
+    and gradients, causal and with a bool mask."""
+    from torch.nn.attention import SDPBackend
+
+    torch.manual_seed(0)
+    q, k, v = (rand(2, 3, 17, 16, dtype=dtype) for _ in range(3))
+    mask = torch.rand(17, 17) > 0.3
+    mask[:, 0] = True
+    for kwargs in (dict(is_causal=True), dict(attn_mask=mask), {}):
+        dev_kwargs = {n: (t.to(DEV) if isinstance(t, torch.Tensor) else t) for n, t in kwargs.items()}
+        qd, kd, vd = (t.to(DEV).requires_grad_() for t in (q, k, v))
+        choice = torch._fused_sdp_choice(qd, kd, vd, **dev_kwargs)
+        assert choice == SDPBackend.OVERRIDEABLE.value, (dtype, kwargs, choice)
+        ref = [t.float().requires_grad_() for t in (q, k, v)]
+        want = F.scaled_dot_product_attention(*ref, **kwargs)
+        grad = torch.randn(want.shape).to(dtype)
+        want_grads = torch.autograd.grad(want, ref, grad.float())
+        with native_only():
+            got = F.scaled_dot_product_attention(qd, kd, vd, **dev_kwargs)
+            got_grads = torch.autograd.grad(got, (qd, kd, vd), grad.to(DEV))
+        same(got, want.to(dtype))
+        for g, wg in zip(got_grads, want_grads):
+            same(g, wg.to(dtype))
+
+
 def test_autocast_training_steps_run_natively_and_follow_cpu():
     """The three workloads of bench/bench_training.py under torch.autocast (bfloat16) on both devices: no
     operator reaches the fallback, and the losses agree with CPU autocast's."""

@@ -1,6 +1,6 @@
 // scaled_dot_product_attention as fused kernels (kernels_cl/attention.cl): PyTorch's composite asks
 // the device's _fused_sdp_choice_stub which backend to run; ours answers `overrideable` for the calls
-// these kernels take (float32/float64, 4-D q/k/v of any strides with equal batch and heads, or with
+// these kernels take (float32/float64, float16/bfloat16 through float32 copies, 4-D q/k/v of any strides with equal batch and heads, or with
 // enable_gqa query heads a multiple of the k/v heads, head dims up to 128, causal or an additive/bool mask
 // broadcastable to the scores, dropout drawn in the kernels) where they are the faster choice on the device
 // (KernelForms::attention_fused_max_head_dim) or sdpa_kernel asks for them, and `math` otherwise. It then
@@ -41,6 +41,12 @@ namespace {
 
 constexpr int64_t kMaxHeadDim = 128;
 
+// float16 and bfloat16 calls (autocast's) run the float32 kernels on float32 copies and round the results
+// once, as CPU's flash attention computes them: far less traffic than the math path's stored scores.
+bool in_float32(at::ScalarType type) { return type == at::kHalf || type == at::kBFloat16; }
+
+at::Tensor as_float(const at::Tensor& t) { return t.defined() ? t.to(at::kFloat) : t; }
+
 // Why the fused kernels cannot take this call ("" when they can).
 // enable_gqa: q may have a multiple of k and v's heads (the fused op always allows it: ATen passes k and v
 // unexpanded and only calls it when F.scaled_dot_product_attention was given enable_gqa=True).
@@ -54,7 +60,8 @@ std::string unsupported(const at::Tensor& q, const at::Tensor& k, const at::Tens
   }
   if (!q.device().is_privateuseone()) return "q must be an opencl tensor";
   const auto type = q.scalar_type();
-  if (type != at::kFloat && type != at::kDouble) return "the dtype must be float32 or float64";
+  if (type != at::kFloat && type != at::kDouble && !in_float32(type))
+    return "the dtype must be float32, float64, float16 or bfloat16";
   if (!device_supports(type, q.device().index())) return "the device has no float64 (cl_khr_fp64)";
   if (k.size(0) != q.size(0) || v.size(0) != q.size(0)) return "q, k and v must have the same batch size";
   if (k.size(1) != v.size(1)) return "k and v must have the same head count";
@@ -283,6 +290,13 @@ ForwardResult fused_attention(const at::Tensor& q, const at::Tensor& k, const at
                               bool return_debug_mask, std::optional<double> scale) {
   constexpr const char* op = "_scaled_dot_product_fused_attention_overrideable";
   check_supported(q, k, v, attn_bias, dropout_p, is_causal, op);
+  if (in_float32(q.scalar_type())) {
+    const std::optional<at::Tensor> bias32 = attn_bias ? std::optional<at::Tensor>(as_float(*attn_bias)) : std::nullopt;
+    auto r = fused_attention(as_float(q), as_float(k), as_float(v), bias32, dropout_p, is_causal, return_debug_mask,
+                             scale);
+    std::get<0>(r) = std::get<0>(r).to(q.scalar_type());
+    return r;
+  }
   TORCH_CHECK(!return_debug_mask, op, " on opencl: return_debug_mask=True is not supported (the kernels never "
               "materialise the attention weights)");
   const c10::DeviceGuard guard(q.device());
@@ -316,6 +330,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   check_supported(q, k, v, bias, dropout_p, is_causal, op);
   TORCH_CHECK(!grad_input_mask[3], op, " on opencl: no gradient for attn_bias (scaled_dot_product_attention runs a "
               "mask that requires grad on the math backend)");
+  if (in_float32(q.scalar_type())) {
+    const auto type = q.scalar_type();
+    auto [gq, gk, gv, gb] = fused_attention_backward(
+        as_float(grad_out), as_float(q), as_float(k), as_float(v), as_float(attn_bias), grad_input_mask,
+        as_float(out), logsumexp, at::Tensor(), at::Tensor(), 0, 0, dropout_p, is_causal, philox_seed,
+        philox_offset, scale);
+    return {gq.to(type), gk.to(type), gv.to(type), gb};
+  }
   const int64_t B = q.size(0), H = q.size(1), Lq = q.size(2), Lk = k.size(2);
   const std::vector<int64_t> out_shape{B, H, Lq, v.size(3)};
   for (const at::Tensor* t : {&grad_out, &out})
