@@ -1,12 +1,13 @@
 // scaled_dot_product_attention as fused kernels (kernels_cl/attention.cl): PyTorch's composite asks
 // the device's _fused_sdp_choice_stub which backend to run; ours answers `overrideable` for the calls
 // these kernels take (float32/float64, float16/bfloat16 through float32 copies, 4-D q/k/v of any strides
-// with equal batch and heads, or with enable_gqa query heads a multiple of the k/v heads, head dims up to 128, causal or an additive/bool mask
-// broadcastable to the scores, dropout drawn in the kernels) where they are the faster choice on the device
-// (KernelForms::attention_fused_max_head_dim) or sdpa_kernel asks for them, and `math` otherwise. It then
-// calls _scaled_dot_product_fused_attention_overrideable (a bool mask already turned into a 0/-inf bias of
-// q's dtype; k and v as given, unexpanded for enable_gqa), and PyTorch's autograd formula for that op
-// calls its backward. Forward: one launch; backward: two (dQ over query rows, then dK/dV over key rows).
+// with equal batch and heads, or with enable_gqa query heads a multiple of the k/v heads, head dims up to
+// 128, causal or an additive/bool mask broadcastable to the scores, dropout drawn in the kernels) where
+// they are the faster choice on the device (KernelForms::attention_fused_max_head_dim) or sdpa_kernel asks
+// for them, and `math` otherwise. It then calls _scaled_dot_product_fused_attention_overrideable (a bool
+// mask already turned into a 0/-inf bias of q's dtype; k and v as given, unexpanded for enable_gqa), and
+// PyTorch's autograd formula for that op calls its backward. Forward: one launch; backward: two (dQ over
+// query rows, then dK/dV over key rows).
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 #include <ATen/ExpandUtils.h>
