@@ -19,6 +19,7 @@
 #include <mutex>
 
 #include "aten/native/blas.h"
+#include "aten/native/conv3d.h"
 #include "aten/native/conv_winograd.h"
 #include "aten/kernel_support/cl_types.h"
 #include "aten/kernel_support/dtype_fallback.h"
@@ -435,10 +436,18 @@ bool winograd(const Conv2d& c, int device) {
          winograd_serves(device, c.N, g.C, c.O, g.H, g.W, g.OH, g.OW);
 }
 
-bool native(const at::Tensor& input, const at::Tensor& weight) {
+bool native_dtype(const at::Tensor& input, const at::Tensor& weight) {
   const auto type = input.scalar_type();
-  return (input.dim() == 3 || input.dim() == 4) && (type == at::kFloat || type == at::kDouble) &&
-         weight.scalar_type() == type;
+  return (type == at::kFloat || type == at::kDouble) && weight.scalar_type() == type;
+}
+
+bool native(const at::Tensor& input, const at::Tensor& weight) {
+  return (input.dim() == 3 || input.dim() == 4) && native_dtype(input, weight);
+}
+
+// 3-D convolutions as 2-D ones over the depth taps (conv3d.h); transposed ones stay on the CPU.
+bool native_3d(const at::Tensor& input, const at::Tensor& weight, bool transposed) {
+  return input.dim() == 5 && weight.dim() == 5 && !transposed && native_dtype(input, weight);
 }
 
 // float16 and bfloat16 convolutions (autocast's) run in float32 and are rounded once at the end, as CPU
@@ -469,6 +478,8 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
                                  stride, padding, dilation, transposed, output_padding, groups);
     return out.to(input.scalar_type());
   }
+  if (native_3d(input, weight, transposed))
+    return conv3d_forward(input, weight, bias_or_none, stride, padding, dilation, groups);
   if (!native(input, weight))
     return convolution_on_cpu(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
   const bool one_d = input.dim() == 3;
@@ -514,6 +525,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     const auto type = input.scalar_type();
     return {as_type(gi, type), as_type(gw, type), as_type(gb, type)};
   }
+  if (native_3d(input, weight, transposed) && grad_output.scalar_type() == input.scalar_type())
+    return conv3d_backward(grad_output, input, weight, stride, padding, dilation, groups, output_mask);
   if (!native(input, weight) || grad_output.scalar_type() != input.scalar_type())
     return convolution_backward_on_cpu(grad_output, input, weight, stride, padding, dilation, transposed,
                                        output_padding, groups, output_mask);
