@@ -1,7 +1,7 @@
 """3-D convolutions on the device (conv3d.h: 2-D convolutions over the kernel's depth taps; they ran on the
 CPU fallback): forward and every gradient against CPU PyTorch for padding, strides, dilations, groups, 1x1x1
 kernels, an empty batch and non-contiguous inputs, float32 and float64 (and bfloat16 through float32);
-CPU's errors for bad shapes. Transposed 3-D convolutions stay on the fallback."""
+transposed ones (the adjoint over the same taps); CPU's errors for bad shapes."""
 import copy
 
 import pytest
@@ -33,15 +33,15 @@ CASES = [
 ]
 
 
-def check(x, w, b, kwargs, dtype, want_dtype=None):
+def check(x, w, b, kwargs, dtype, want_dtype=None, fn=F.conv3d):
     xs, ws, bs = (t.detach().clone().requires_grad_() for t in (x, w, b))
     ref = [t.to(want_dtype) if want_dtype else t for t in (xs, ws, bs)]
-    want = F.conv3d(*ref, **kwargs)
+    want = fn(*ref, **kwargs)
     grad = torch.randn(want.shape).to(dtype).to(want.dtype)  # representable in the device's dtype
     want_grads = torch.autograd.grad(want, ref, grad) if want.numel() else None
     xd, wd, bd = (t.detach().to(DEV).requires_grad_() for t in (x, w, b))
     with native_only():
-        got = F.conv3d(xd, wd, bd, **kwargs)
+        got = fn(xd, wd, bd, **kwargs)
         got_grads = torch.autograd.grad(got, (xd, wd, bd), grad.to(DEV, dtype)) if got.numel() else None
     assert got.shape == want.shape and got.dtype == dtype
     torch.testing.assert_close(got.cpu(), want.to(dtype), **TOL[dtype])
@@ -64,12 +64,30 @@ def test_conv3d_and_its_gradients_match_cpu(dtype):
           torch.randn(4, 3, 2, 2, 2, dtype=dtype), torch.randn(4, dtype=dtype), dict(stride=2), dtype)
 
 
+TRANSPOSED = [
+    ((2, 4, 3, 4, 5), (4, 3, 3, 3, 3), dict(padding=1)),
+    ((1, 4, 3, 3, 4), (4, 2, 2, 3, 2), dict(stride=(2, 1, 2), padding=(1, 1, 0), output_padding=(1, 0, 1),
+                                            groups=2)),
+    ((2, 2, 4, 3, 3), (2, 3, 3, 2, 2), dict(dilation=(2, 1, 1), stride=(3, 2, 1), output_padding=(2, 1, 0))),
+]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_conv_transpose3d_and_its_gradients_match_cpu(dtype):
+    torch.manual_seed(0)
+    for shape, wshape, kwargs in TRANSPOSED:
+        x, w = torch.randn(shape, dtype=dtype), torch.randn(wshape, dtype=dtype)
+        b = torch.randn(wshape[1] * kwargs.get("groups", 1), dtype=dtype)
+        check(x, w, b, kwargs, dtype, fn=F.conv_transpose3d)
+
+
 def test_conv3d_in_bfloat16_and_a_training_step():
     torch.manual_seed(0)
     x, w, b = (torch.randn(2, 3, 5, 6, 7).bfloat16(), torch.randn(4, 3, 3, 3, 3).bfloat16(),
                torch.randn(4).bfloat16())
     check(x, w, b, dict(padding=1), torch.bfloat16, want_dtype=torch.float32)
-    model = nn.Sequential(nn.Conv3d(2, 4, 3, padding=1), nn.ReLU(), nn.Conv3d(4, 2, (1, 3, 3), stride=(1, 2, 2)))
+    model = nn.Sequential(nn.Conv3d(2, 4, 3, padding=1), nn.ReLU(), nn.Conv3d(4, 2, (1, 3, 3), stride=(1, 2, 2)),
+                          nn.ConvTranspose3d(2, 3, 2, stride=2))
     dev_model = copy.deepcopy(model).to(DEV)
     x = torch.randn(2, 2, 4, 8, 8)
     model(x).square().mean().backward()

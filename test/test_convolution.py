@@ -178,11 +178,6 @@ def test_transposed_output_padding_beyond_stride_runs_on_cpu_and_is_counted():
                            output_padding=1) == 1
 
 
-def test_transposed_conv3d_runs_on_cpu_and_is_counted():
-    # Regular 3-D convolutions are native (test_conv3d.py); transposed ones are not.
-    assert _counted_on_cpu(F.conv_transpose3d, rnd(1, 2, 4, 4, 4), rnd(2, 3, 2, 2, 2, seed=1), padding=1) == 1
-
-
 def test_errors():
     with pytest.raises(RuntimeError, match="same device|devices"):
         F.conv2d(rnd(1, 2, 4, 4).to(DEV), rnd(3, 2, 3, 3))

@@ -445,9 +445,9 @@ bool native(const at::Tensor& input, const at::Tensor& weight) {
   return (input.dim() == 3 || input.dim() == 4) && native_dtype(input, weight);
 }
 
-// 3-D convolutions as 2-D ones over the depth taps (conv3d.h); transposed ones stay on the CPU.
-bool native_3d(const at::Tensor& input, const at::Tensor& weight, bool transposed) {
-  return input.dim() == 5 && weight.dim() == 5 && !transposed && native_dtype(input, weight);
+// 3-D convolutions as 2-D ones over the depth taps (conv3d.h).
+bool native_3d(const at::Tensor& input, const at::Tensor& weight) {
+  return input.dim() == 5 && weight.dim() == 5 && native_dtype(input, weight);
 }
 
 // float16 and bfloat16 convolutions (autocast's) run in float32 and are rounded once at the end, as CPU
@@ -478,8 +478,8 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
                                  stride, padding, dilation, transposed, output_padding, groups);
     return out.to(input.scalar_type());
   }
-  if (native_3d(input, weight, transposed))
-    return conv3d_forward(input, weight, bias_or_none, stride, padding, dilation, groups);
+  if (native_3d(input, weight))
+    return conv3d_forward(input, weight, bias_or_none, stride, padding, dilation, transposed, output_padding, groups);
   if (!native(input, weight))
     return convolution_on_cpu(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
   const bool one_d = input.dim() == 3;
@@ -525,8 +525,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     const auto type = input.scalar_type();
     return {as_type(gi, type), as_type(gw, type), as_type(gb, type)};
   }
-  if (native_3d(input, weight, transposed) && grad_output.scalar_type() == input.scalar_type())
-    return conv3d_backward(grad_output, input, weight, stride, padding, dilation, groups, output_mask);
+  if (native_3d(input, weight) && grad_output.scalar_type() == input.scalar_type())
+    return conv3d_backward(grad_output, input, weight, stride, padding, dilation, transposed, output_padding, groups,
+                           output_mask);
   if (!native(input, weight) || grad_output.scalar_type() != input.scalar_type())
     return convolution_backward_on_cpu(grad_output, input, weight, stride, padding, dilation, transposed,
                                        output_padding, groups, output_mask);
