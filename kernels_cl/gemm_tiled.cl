@@ -2,7 +2,9 @@
 // a BM x BN tile of C per work-group of 16 x 16 work-items, the K loop staged through local memory
 // BK at a time, the next stage's loads issued (into registers) before the current stage's math.
 // The host (aten/native/gemm_tiled.cpp) prepends the prelude and:
-//   T, ACC      element and accumulation type (float/float, double/double)
+//   T, ACC      element (storage) and accumulation type: float/float, double/double, and half or bfloat16
+//               (ushort) over float, which load and store through LOAD_T/STORE_T (operand_defines' forms)
+//   VEC_LOADS   1 where T itself has 4-vectors to load (float, double)
 //   RM, RN      4-row (4-column) groups per work-item: a work-item computes (4 RM) x (4 RN) of C,
 //               so BM = 64 RM and BN = 64 RN
 //   BK          the K depth of one stage
@@ -18,8 +20,9 @@
 // work-items read consecutive float4s of local memory (no bank conflicts) and store adjacent columns.
 //
 // Split K: grid dimension 2 counts batch * splits; work-group z takes K range [(z % splits) * k_chunk,
-// +k_chunk) of matrix z / splits and writes its partial product (alpha applied, beta ignored) as matrix
-// z of C; sum_splits then adds the partials and beta * S into the real C: the addend counted once.
+// +k_chunk) of matrix z / splits and writes its partial product (alpha applied, beta ignored, in ACC) as
+// matrix z of the workspace W (contiguous M x N matrices); sum_splits then adds the partials and beta * S
+// into C: the addend counted once, the result rounded to T once.
 
 #define WGX 16
 #define WGY 16
@@ -37,11 +40,12 @@
 
 __kernel __attribute__((reqd_work_group_size(WGX, WGY, 1)))
 void gemm_tiled(__global const T* restrict a, ulong a_off, __global const T* restrict b, ulong b_off,
-                __global T* c, ulong c_off, __global const T* s, ulong s_off, int M, int N, int K, long a_si,
+                __global T* c, ulong c_off, __global const T* s, ulong s_off, __global ACC* w, ulong w_off,
+                int M, int N, int K, long a_si,
                 long a_sk, long b_sk, long b_sj, long c_si, long c_sj, long s_si, long s_sj, long a_bs, long b_bs,
                 long c_bs, long s_bs, int splits, int k_chunk, ACC alpha, ACC beta, ulong z_base, int vec4) {
-  __local T As[BK][BM + PAD];
-  __local T Bs[BK][BN + PAD];
+  __local ACC As[BK][BM + PAD];
+  __local ACC Bs[BK][BN + PAD];
   const int lx = get_local_id(0), ly = get_local_id(1);
   const int t = ly * WGX + lx;
   const int m0 = get_group_id(0) * BM, n0 = get_group_id(1) * BN;
@@ -51,8 +55,9 @@ void gemm_tiled(__global const T* restrict a, ulong a_off, __global const T* res
   const int k_end = min(K, k_begin + k_chunk);
   a += a_off + batch * a_bs + (long)k_begin * a_sk;
   b += b_off + batch * b_bs + (long)k_begin * b_sk;
-  c += c_off + z * c_bs;
+  c += c_off + batch * c_bs;
   s += s_off + batch * s_bs;  // unused by split K's partial products
+  w += w_off + z * (ulong)M * N;  // split K's partial product
   const int kk_len = k_end - k_begin;
   // Which dimension each work-item walks when loading: along the contiguous one of each operand.
   const bool a_k_inner = a_sk == 1;
@@ -64,7 +69,7 @@ void gemm_tiled(__global const T* restrict a, ulong a_off, __global const T* res
 #pragma unroll
     for (int j = 0; j < TN; ++j) acc[i][j] = (ACC)0;
 
-  T ra[A_PER], rb[B_PER];
+  ACC ra[A_PER], rb[B_PER];
   // Loads stage k0's tiles into registers (zeros outside the matrices).
 #define LOAD_STAGE(k0)                                                                  \
   {                                                                                     \
@@ -72,16 +77,16 @@ void gemm_tiled(__global const T* restrict a, ulong a_off, __global const T* res
       const int e = t + p * NT;                                                         \
       const int mm = a_k_inner ? e / BK : e % BM, kk = a_k_inner ? e % BK : e / BM;     \
       const int gi = m0 + mm, gk = (k0) + kk;                                           \
-      ra[p] = (gi < M && gk < kk_len) ? a[gi * a_si + gk * a_sk] : (T)0;                \
+      ra[p] = (gi < M && gk < kk_len) ? LOAD_T(a, gi * a_si + gk * a_sk) : (ACC)0;      \
     }                                                                                   \
     for (int p = 0; p < B_PER; ++p) {                                                   \
       const int e = t + p * NT;                                                         \
       const int nn = b_n_inner ? e % BN : e / BK, kk = b_n_inner ? e / BN : e % BK;     \
       const int gj = n0 + nn, gk = (k0) + kk;                                           \
-      rb[p] = (gj < N && gk < kk_len) ? b[gk * b_sk + gj * b_sj] : (T)0;                \
+      rb[p] = (gj < N && gk < kk_len) ? LOAD_T(b, gk * b_sk + gj * b_sj) : (ACC)0;      \
     }                                                                                   \
   }
-#if A_PER % 4 == 0 && B_PER % 4 == 0 && BK % 4 == 0
+#if VEC_LOADS && A_PER % 4 == 0 && B_PER % 4 == 0 && BK % 4 == 0
   // The same tiles a VEC4 per load: element 4 p + c of ra/rb is component c of VEC4 f = t + p NT.
 #define LOAD_STAGE_VEC(k0)                                                                           \
   {                                                                                                  \
@@ -114,7 +119,7 @@ void gemm_tiled(__global const T* restrict a, ulong a_off, __global const T* res
   }
   for (int k0 = 0; k0 < kk_len; k0 += BK) {
     barrier(CLK_LOCAL_MEM_FENCE);  // the previous stage's reads are done
-#if A_PER % 4 == 0 && B_PER % 4 == 0 && BK % 4 == 0
+#if VEC_LOADS && A_PER % 4 == 0 && B_PER % 4 == 0 && BK % 4 == 0
     if (vec4) {
 #pragma unroll
       for (int q = 0; q < A_PER; ++q) {
@@ -152,21 +157,21 @@ void gemm_tiled(__global const T* restrict a, ulong a_off, __global const T* res
     }
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
-      T av[TM], bv[TN];
+      ACC av[TM], bv[TN];
 #pragma unroll
       for (int g = 0; g < RM; ++g) {
-        const VEC4(T) v = vload4(0, &As[kk][g * (BM / RM) + 4 * ly]);
+        const VEC4(ACC) v = vload4(0, &As[kk][g * (BM / RM) + 4 * ly]);
         av[4 * g] = v.x; av[4 * g + 1] = v.y; av[4 * g + 2] = v.z; av[4 * g + 3] = v.w;
       }
 #pragma unroll
       for (int h = 0; h < RN; ++h) {
-        const VEC4(T) v = vload4(0, &Bs[kk][h * (BN / RN) + 4 * lx]);
+        const VEC4(ACC) v = vload4(0, &Bs[kk][h * (BN / RN) + 4 * lx]);
         bv[4 * h] = v.x; bv[4 * h + 1] = v.y; bv[4 * h + 2] = v.z; bv[4 * h + 3] = v.w;
       }
 #pragma unroll
       for (int i = 0; i < TM; ++i)
 #pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = fma((ACC)av[i], (ACC)bv[j], acc[i][j]);
+        for (int j = 0; j < TN; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
     }
   }
 #undef LOAD_STAGE
@@ -182,16 +187,19 @@ void gemm_tiled(__global const T* restrict a, ulong a_off, __global const T* res
     for (int j = 0; j < TN; ++j) {
       const int gj = n0 + (j / 4) * (BN / RN) + 4 * lx + (j % 4);
       if (gj >= N) continue;
-      __global T* p = c + gi * c_si + gj * c_sj;
       ACC r = alpha * acc[i][j];
-      if (!partial && beta != (ACC)0) r = fma(beta, (ACC)s[gi * s_si + gj * s_sj], r);
-      *p = (T)r;
+      if (partial) {
+        w[(long)gi * N + gj] = r;
+        continue;
+      }
+      if (beta != (ACC)0) r = fma(beta, LOAD_T(s, gi * s_si + gj * s_sj), r);
+      STORE_T(c, gi * c_si + gj * c_sj, r);
     }
   }
 }
 
 // C[b](i, j) = sum over p of W[b * splits + p](i, j) (row-major M x N, contiguous) + beta * S[b](i, j).
-__kernel void sum_splits(__global const T* restrict w, ulong w_off, __global T* c, ulong c_off, __global const T* s,
+__kernel void sum_splits(__global const ACC* restrict w, ulong w_off, __global T* c, ulong c_off, __global const T* s,
                          ulong s_off, int M, int N, int splits, long c_si, long c_sj, long c_bs, long s_si,
                          long s_sj, long s_bs, ACC beta, ulong total) {
   const ulong g = get_global_id(0);
@@ -202,6 +210,6 @@ __kernel void sum_splits(__global const T* restrict w, ulong w_off, __global T* 
   const int i = (int)((g % mn) / N), j = (int)(g % N);
   ACC r = (ACC)0;
   for (int p = 0; p < splits; ++p) r += w[(bt * splits + p) * mn + (ulong)i * N + j];
-  if (beta != (ACC)0) r = fma(beta, (ACC)s[s_off + bt * s_bs + i * s_si + j * s_sj], r);
-  c[c_off + bt * c_bs + i * c_si + j * c_sj] = (T)r;
+  if (beta != (ACC)0) r = fma(beta, LOAD_T(s, s_off + bt * s_bs + i * s_si + j * s_sj), r);
+  STORE_T(c, c_off + bt * c_bs + i * c_si + j * c_sj, r);
 }

@@ -185,3 +185,32 @@ def test_a_plan_that_names_no_kernel_is_refused():
         torch_opencl._C._override_tiled_gemm_plan((3, 1, 16, 1))
     with pytest.raises(RuntimeError, match="bk in"):
         torch_opencl._C._override_tiled_gemm_plan((1, 1, 12, 1))
+
+
+@pytest.mark.parametrize("plan", PLANS, indirect=True)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_reduced_precision_operands_load_and_store_in_the_kernel(plan, dtype):
+    """float16/bfloat16 operands are read as they are stored and computed in float (split K's partials
+    too), the result rounded once: CPU's float32 product rounded to the dtype, within one rounding."""
+    g = torch.Generator().manual_seed(5)
+    tol = dict(rtol=8e-3, atol=1e-2) if dtype == torch.bfloat16 else dict(rtol=1e-3, atol=2e-3)
+    with native_only():
+        for m, n, k in [(67, 130, 45), (5, 200, 300), (129, 3, 513)]:
+            a = torch.randn(m, k, generator=g).to(dtype)
+            b = torch.randn(k, n, generator=g).to(dtype)
+            bias = torch.randn(n, generator=g).to(dtype)
+            want = torch.addmm(bias.float(), a.float(), b.float(), beta=0.5).to(dtype)
+            got = torch.addmm(bias.to(DEV), a.to(DEV), b.to(DEV).t().contiguous().t(), beta=0.5)
+            assert got.dtype == dtype
+            torch.testing.assert_close(got.cpu(), want, **tol)
+            A, B = a[None].expand(3, m, k), torch.randn(3, k, n, generator=g).to(dtype)
+            torch.testing.assert_close(torch.bmm(A.to(DEV), B.to(DEV)).cpu(),
+                                       torch.bmm(A.float(), B.float()).to(dtype), **tol)
+    # It is the kernel's: no float32 copy of an operand is made (the conversion path's copies would be
+    # the only float32 tensors of the product).
+    torch.opencl.synchronize()
+    before = torch.opencl.memory_stats().get("allocation.all.allocated", 0)
+    with native_only():
+        torch.mm(a.to(DEV), b.to(DEV))
+    allocated = torch.opencl.memory_stats().get("allocation.all.allocated", 0) - before
+    assert 3 <= allocated <= 3 + (1 if plan[3] > 1 else 0), allocated  # a, b, the result (+ split K's partials)

@@ -187,14 +187,6 @@ void gemm_any(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, dou
               const at::Tensor& addend, const char* op) {
   check_operands(op, {&a, &b, &c});
   if (addend.defined()) check_operands(op, {&c, &addend});
-  if (through_float(c.scalar_type())) {
-    // CPU multiplies and adds float16 and bfloat16 in float32 and rounds each result once: so does this,
-    // through float32 copies (transposed operands stay transposed; a broadcast addend stays broadcast).
-    const at::Tensor c32 = at::empty(c.sizes(), c.options().dtype(at::kFloat));
-    gemm_any(as_float(a), as_float(b), c32, alpha, beta, float_addend(c, beta, addend), op);
-    c.copy_(c32);
-    return;
-  }
   const int64_t d = c.dim();
   const int64_t batch = d == 3 ? c.size(0) : 1;
   const int64_t m = c.size(d - 2), n = c.size(d - 1), k = a.size(d - 1);
@@ -212,6 +204,16 @@ void gemm_any(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, dou
     return scale(c, beta);
   }
   tocl::ensure_gemm_tuning(device_index(c));  // before any GEMM, so the tuning source reads alike either way
+  if (through_float(c.scalar_type())) {
+    // CPU multiplies and adds float16 and bfloat16 in float32 and rounds each result once: so does our
+    // GPU-class kernel, loading and storing them itself; elsewhere this goes through float32 copies
+    // (transposed operands stay transposed; a broadcast addend stays broadcast).
+    if (tiled_gemm(a, b, c, alpha, beta, s)) return;
+    const at::Tensor c32 = at::empty(c.sizes(), c.options().dtype(at::kFloat));
+    gemm_any(as_float(a), as_float(b), c32, alpha, beta, float_addend(c, beta, addend), op);
+    c.copy_(c32);
+    return;
+  }
   if (small_gemm(a, b, c, alpha, beta, s) || tiled_gemm(a, b, c, alpha, beta, s)) return;
   addend_into_c();
   if (c.scalar_type() == at::kFloat) run_gemm<float>(a, b, c, alpha, beta, batch);

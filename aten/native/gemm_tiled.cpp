@@ -36,11 +36,13 @@ cl_program program_for(int device, c10::ScalarType type, const TiledGemmPlan& p)
   std::lock_guard<std::mutex> lock(mutex);
   auto& program = programs[{device, type, p.rm, p.rn, p.bk}];
   if (!program) {
-    const std::string t = storage_type(type);
-    const std::string source = program_prelude({type}) + "#define T " + t + "\n#define ACC " + t +
-                               "\n#define RM " + std::to_string(p.rm) + "\n#define RN " + std::to_string(p.rn) +
-                               "\n#define BK " + std::to_string(p.bk) + "\n" +
-                               tocl::embedded_sources().at("gemm_tiled.cl");
+    // float16/bfloat16 are stored as such and computed in float (loads and stores convert).
+    const bool reduced = compute_dtype(type) != type;
+    const std::string source = program_prelude({type}) + operand_defines("T", type) + "#define T " +
+                               storage_type(type) + "\n#define ACC " + storage_type(compute_dtype(type)) +
+                               "\n#define VEC_LOADS " + (reduced ? "0" : "1") + "\n#define RM " +
+                               std::to_string(p.rm) + "\n#define RN " + std::to_string(p.rn) + "\n#define BK " +
+                               std::to_string(p.bk) + "\n" + tocl::embedded_sources().at("gemm_tiled.cl");
     program = tocl::get_program(device, source);
   }
   return program;
@@ -119,8 +121,10 @@ bool tiled_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, d
   // An output whose elements overlap (an expanded one) goes to CLBlast's path, which copies it.
   if ((m > 1 && c.stride(d - 2) == 0) || (n > 1 && c.stride(d - 1) == 0) || (d == 3 && batch > 1 && c.stride(0) == 0))
     return false;
+  // Local memory holds the compute type (float for float16/bfloat16).
+  const size_t acc_size = c10::elementSize(compute_dtype(c.scalar_type()));
   const auto fitted = fit_local_memory(plan_tiled_gemm(device, c.scalar_type(), m, n, k, batch),
-                                       tocl::device_info(device).local_mem_size, c.element_size());
+                                       tocl::device_info(device).local_mem_size, acc_size);
   if (!fitted) return false;
   const TiledGemmPlan plan = *fitted;
   const int64_t tiles_m = ceil_div(m, 64 * plan.rm), tiles_n = ceil_div(n, 64 * plan.rn);
@@ -138,20 +142,15 @@ bool tiled_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, d
   const cl_program program = program_for(device, c.scalar_type(), plan);
   const int stream = current_stream_of(c);
 
-  // Split K writes each part's product into a workspace (batch * splits matrices of m x n), then adds them
-  // and beta * s.
+  // Split K writes each part's product into a workspace of the compute type (batch * splits contiguous
+  // matrices of m x n), then adds them and beta * s.
   const tocl::BufferArg s_arg = buffer_arg(s);
   const cl_long s_si = stride(s, d - 2), s_sj = stride(s, d - 1), s_bs = d == 3 ? stride(s, 0) : 0;
-  at::Tensor partial;
-  tocl::BufferArg c_arg = buffer_arg(c);
-  cl_long c_si = stride(c, d - 2), c_sj = stride(c, d - 1), c_bs = d == 3 ? stride(c, 0) : 0;
-  if (used_splits > 1) {
-    partial = at::empty({batch * used_splits, m, n}, c.options());
-    c_arg = buffer_arg(partial);
-    c_si = n;
-    c_sj = 1;
-    c_bs = m * n;
-  }
+  const tocl::BufferArg c_arg = buffer_arg(c);
+  const cl_long c_si = stride(c, d - 2), c_sj = stride(c, d - 1), c_bs = d == 3 ? stride(c, 0) : 0;
+  const at::Tensor partial = used_splits > 1
+      ? at::empty({batch * used_splits, m, n}, c.options().dtype(compute_dtype(c.scalar_type())))
+      : c;  // unused without a split
   // Both operands read a VEC4 at a time along their contiguous dimension when every row of it starts
   // 4-element aligned (buffers themselves are aligned far beyond 16 or 32 bytes).
   const tocl::BufferArg a_arg = buffer_arg(a), b_arg = buffer_arg(b);
@@ -162,14 +161,15 @@ bool tiled_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, d
   const bool a_rows = a_sk == 1 ? four(a_si) && four(k) : a_si == 1 && four(a_sk) && four(m);
   const bool b_n_inner = b_sj == 1 || b_sk != 1;
   const bool b_rows = b_n_inner ? b_sj == 1 && four(b_sk) && four(n) : four(b_sj) && four(k);
-  const bool vec4 = a_rows && b_rows && four(static_cast<int64_t>(a_arg.offset)) &&
+  const bool vec4 = compute_dtype(c.scalar_type()) == c.scalar_type() && a_rows && b_rows &&
+                    four(static_cast<int64_t>(a_arg.offset)) &&
                     four(static_cast<int64_t>(b_arg.offset)) && four(a_bs) && four(b_bs);
   cl_kernel kernel = tocl::get_kernel(program, "gemm_tiled");
   const int64_t z_total = batch * used_splits;
   for (int64_t z0 = 0; z0 < z_total; z0 += kMaxGridYZ) {
     const int64_t zs = std::min(kMaxGridYZ, z_total - z0);
-    tocl::set_args(kernel, a_arg, b_arg, c_arg, s_arg, static_cast<cl_int>(m), static_cast<cl_int>(n),
-                   static_cast<cl_int>(k), a_si, a_sk, b_sk, b_sj, c_si, c_sj, s_si, s_sj, a_bs, b_bs, c_bs, s_bs,
+    tocl::set_args(kernel, a_arg, b_arg, c_arg, s_arg, buffer_arg(partial), static_cast<cl_int>(m),
+                   static_cast<cl_int>(n), static_cast<cl_int>(k), a_si, a_sk, b_sk, b_sj, c_si, c_sj, s_si, s_sj, a_bs, b_bs, c_bs, s_bs,
                    static_cast<cl_int>(used_splits), static_cast<cl_int>(k_chunk), al.arg, be.arg,
                    static_cast<cl_ulong>(z0), static_cast<cl_int>(vec4));
     const size_t global[3] = {static_cast<size_t>(tiles_m * kGroupSide), static_cast<size_t>(tiles_n * kGroupSide),
