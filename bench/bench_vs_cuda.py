@@ -13,11 +13,14 @@ no CUDA it measures opencl alone.
     GPT   d=384, 6 layers, 6 heads, seq 256, batch 32, vocab 512, causal SDPA, LayerNorm, GELU
 
     python bench/bench_vs_cuda.py [--only training|ops] [--steps 10] [--profile] [--json FILE] [--fp32-cuda]
+                                  [--amp]
 
 --profile also prints, per device, the operators of each training step by device time.
 cuda runs with torch's defaults (cuDNN may use TF32 for convolutions; matmul stays FP32); the
 header prints the settings. --fp32-cuda adds a cuda run with TF32 off everywhere (the arithmetic
-opencl does: NVIDIA's OpenCL has no tensor-core path) and its ratio column.
+opencl does: NVIDIA's OpenCL has no tensor-core path) and its ratio column. --amp runs the training steps
+under torch.autocast(dtype=torch.bfloat16) on both devices (opencl computes the products in float32 on
+bfloat16 operands; cuda on its tensor cores).
 """
 import argparse
 import json
@@ -105,7 +108,7 @@ def per_call_us(fn, device, calls=None, samples=7, budget_s=0.05):
     return statistics.median(times)
 
 
-def training_step(make, device, steps, warmup, profile):
+def training_step(make, device, steps, warmup, profile, amp=False):
     torch.manual_seed(0)
     model, (x, y), loss_fn = make()
     model, x, y = model.to(device), x.to(device), y.to(device)
@@ -113,7 +116,8 @@ def training_step(make, device, steps, warmup, profile):
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model, x, y)
+        with torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=amp):
+            loss = loss_fn(model, x, y)
         loss.backward()
         opt.step()
         return loss
@@ -238,7 +242,7 @@ def child(args):
         result["settings"] = (f"cudnn.allow_tf32={torch.backends.cudnn.allow_tf32}, "
                               f"matmul.allow_tf32={torch.backends.cuda.matmul.allow_tf32}")
     if args.only in (None, "training"):
-        result["training"] = {k: training_step(make, device, args.steps, args.warmup, args.profile)
+        result["training"] = {k: training_step(make, device, args.steps, args.warmup, args.profile, args.amp)
                               for k, make in TRAINING.items()}
     if args.only in (None, "ops"):
         result["ops"] = operators(device)
@@ -258,6 +262,8 @@ def run_child(device, args, fp32=False):
         cmd += ["--only", args.only]
     if args.profile:
         cmd += ["--profile"]
+    if args.amp:
+        cmd += ["--amp"]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if p.returncode != 0:
         sys.stderr.write(p.stderr)
@@ -273,6 +279,7 @@ def main():
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--json", help="also write both processes' results here")
     parser.add_argument("--fp32-cuda", action="store_true", help="also run cuda with TF32 off")
+    parser.add_argument("--amp", action="store_true", help="training steps under autocast (bfloat16)")
     parser.add_argument("--fp32", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -301,7 +308,8 @@ def main():
         return f"{c:>11.2f}{(o / c if unit in ('us', 'ms') else c / o):>8.2f}"
 
     if "training" in ocl:
-        print(f"\n{'training step (AdamW)':<44}{'opencl ms':>11}{'cuda ms':>10}{'opencl/cuda':>13}{fp32_head}")
+        title = "training step (AdamW, autocast bf16)" if args.amp else "training step (AdamW)"
+        print(f"\n{title:<44}{'opencl ms':>11}{'cuda ms':>10}{'opencl/cuda':>13}{fp32_head}")
         for k in TRAINING:
             o = ocl["training"][k]["ms"]
             c = ref["training"][k]["ms"] if ref else float("nan")

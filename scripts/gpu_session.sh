@@ -10,7 +10,8 @@
 #                                               # (fused cross_entropy against the composite), Winograd/im2col
 #   bash scripts/gpu_session.sh DIR OUT profile # build, then bench_vs_cuda --profile (each training step's
 #                                               # operators by device time, opencl and cuda) and bench_compile
-#                                               # --profile (eager and compiled kernels by device time)
+#                                               # --profile (eager and compiled kernels by device time), then
+#                                               # the training steps under autocast (bench_vs_cuda --amp)
 #
 # DIR holds a copy of ../shared/gpu (see scripts/gpu_machine.sh) and DIR/wheels the test dependencies the
 # machine lacks (`pip download --no-deps -d DIR/wheels expecttest "hypothesis<6.150" pytest-xdist execnet
@@ -57,6 +58,7 @@ case "$phase" in
     # the compiled blocks' kernels.
     step bench_vs_cuda_profile 240 python3 bench/bench_vs_cuda.py --only training --steps 5 --profile
     step bench_compile_profile 240 python3 bench/bench_compile.py --steps 5 --only gelu_mlp,layernorm,transformer,mlp --profile 5
+    step bench_vs_cuda_amp 180 python3 bench/bench_vs_cuda.py --only training --steps 5 --amp
     ;;
   *)
     echo "unknown phase '$phase': use suite, bench or profile" >&2
