@@ -79,3 +79,12 @@ def raises_index_error(match):
         yield
         torch.opencl.synchronize()
     torch.opencl.synchronize()
+
+
+def device_floats(device="opencl"):
+    """float32, and float64 where the device computes it (cl_khr_fp64)."""
+    try:
+        torch.zeros(1, dtype=torch.float64, device=device) + 1
+        return [torch.float32, torch.float64]
+    except RuntimeError:
+        return [torch.float32]

@@ -9,18 +9,14 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from _device_helpers import native_only
+from _device_helpers import device_floats, native_only
 
 torch_opencl = pytest.importorskip("torch_opencl")
 if not torch.opencl.is_available():
     pytest.skip("no OpenCL device", allow_module_level=True)
 
 DEV = "opencl"
-try:
-    torch.zeros(1, dtype=torch.float64, device=DEV) + 1
-    FLOATS = [torch.float32, torch.float64]
-except RuntimeError:
-    FLOATS = [torch.float32]
+FLOATS = device_floats()
 TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-12, atol=1e-12)}
 
 
