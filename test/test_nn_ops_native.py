@@ -214,3 +214,95 @@ def test_channel_shuffle_and_renorm_errors():
     raises_like_cpu(lambda t: torch.renorm(t, 2, 5, 1.0), x)
     raises_like_cpu(lambda t: torch.renorm(t, -1, 0, 1.0), x)
     raises_like_cpu(lambda t: torch.renorm(t, 2, 0, -1.0), x)
+
+
+# ---- multi_margin_loss, _weight_norm_interface, rrelu_with_noise ----
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_multi_margin_loss_matches_cpu(dtype):
+    x = data(5, 4, dtype=dtype)
+    t = torch.tensor([0, 3, 1, 1, 2])
+    w = data(4, dtype=dtype, seed=5).abs()
+    for p in [1, 2]:
+        for reduction in ["mean", "sum", "none"]:
+            check_grads(lambda x, t: F.multi_margin_loss(x, t, p=p, margin=0.7, reduction=reduction), x, t,
+                        tol=SUM_TOL)
+            check_grads(lambda x, t, w: F.multi_margin_loss(x, t, p=p, margin=0.7, weight=w, reduction=reduction),
+                        x, t, w, tol=SUM_TOL, grad_inputs=[0])
+    check_grads(lambda x, t: F.multi_margin_loss(x, t, reduction="none"), data(4, dtype=dtype), torch.tensor(2))
+    check_grads(lambda x, t: F.multi_margin_loss(x, t, reduction="none"), data(4, dtype=dtype), torch.tensor([2]))
+    check_grads(lambda x, t: F.multi_margin_loss(x, t), data(4, dtype=dtype), torch.tensor(1))
+    check_grads(lambda x, t: F.multi_margin_loss(x, t, reduction="none"), data(0, 4, dtype=dtype), t[:0])
+    check_grads(lambda x, t: F.multi_margin_loss(x, t), x.t().contiguous().t(), t, tol=SUM_TOL)
+    y = x.clone()
+    y[1, 2], y[3, 0] = float("nan"), float("inf")
+    check_grads(lambda x, t: F.multi_margin_loss(x, t, reduction="none"), y, t, tol=SUM_TOL)
+    out = torch.empty(0, device=DEV, dtype=dtype)
+    with native_only():
+        torch._C._nn.multi_margin_loss(x.to(DEV), t.to(DEV), 1, 1, None, 0, out=out)
+    assert_same_as_cpu(out, torch._C._nn.multi_margin_loss(x, t, 1, 1, None, 0))
+
+
+def test_multi_margin_loss_errors():
+    x, t = data(3, 4), torch.tensor([0, 3, 1])
+    raises_like_cpu(lambda x, t: F.multi_margin_loss(x, t), x, torch.tensor([0, 4, 1]))
+    raises_like_cpu(lambda x, t: F.multi_margin_loss(x, t), x, torch.tensor([0, -1, 1]))
+    raises_like_cpu(lambda x, t: torch.ops.aten.multi_margin_loss(x, t, 3, 1, None, 1), x, t)
+    raises_like_cpu(lambda x, t: F.multi_margin_loss(x, t), x, t[:2])
+    raises_like_cpu(lambda x, t, w: F.multi_margin_loss(x, t, weight=w), x, t, torch.ones(3))
+    raises_like_cpu(lambda x, t: F.multi_margin_loss(x, t), data(3, 0), t)
+    raises_like_cpu(lambda x, t: F.multi_margin_loss(x, t), data(2, 3, 4), t)
+    raises_like_cpu(lambda x, t: F.multi_margin_loss(x, t), x, t.int())
+    raises_like_cpu(lambda x, t: F.multi_margin_loss(x, t), x.half(), t)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_weight_norm_matches_cpu(dtype):
+    v = data(6, 3, 2, 2, dtype=dtype)
+    for dim in [0, -1]:
+        g = torch.norm_except_dim(v, 2, dim % v.dim()) * 1.5
+        check_grads(lambda v, g: torch._weight_norm(v, g, dim), v, g, tol=SUM_TOL)
+        check_grads(lambda v, g: torch._weight_norm_interface(v, g, dim % v.dim())[0], v, g, tol=SUM_TOL)
+    lin = torch.nn.utils.parametrizations.weight_norm(torch.nn.Linear(5, 3).to(dtype))
+    x = data(4, 5, dtype=dtype)
+    want = lin(x)
+    want.sum().backward()
+    lin_d = torch.nn.utils.parametrizations.weight_norm(torch.nn.Linear(5, 3).to(dtype))
+    lin_d.load_state_dict(lin.state_dict())
+    lin_d = lin_d.to(DEV)
+    with native_only():
+        got = lin_d(x.to(DEV))
+        got.sum().backward()
+    torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=SUM_TOL[dtype], atol=SUM_TOL[dtype])
+    for (name, pc), pd in zip(lin.named_parameters(), lin_d.parameters()):
+        torch.testing.assert_close(pd.grad.cpu(), pc.grad, rtol=SUM_TOL[dtype], atol=SUM_TOL[dtype], msg=name)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_rrelu_training_draws_slopes_in_bounds(dtype):
+    lower, upper = 0.1, 0.3
+    x = data(200, 50, dtype=dtype)
+    x[0, :5] = 0
+    xd = x.to(DEV).requires_grad_()
+    torch.manual_seed(0)
+    with native_only():
+        out = F.rrelu(xd, lower, upper, training=True)
+        g = data(200, 50, dtype=dtype, seed=6).to(DEV)
+        grad, = torch.autograd.grad(out, xd, g)
+    out, grad, g = out.detach().cpu(), grad.cpu(), g.cpu()
+    neg = x <= 0
+    assert torch.equal(out[~neg], x[~neg]) and torch.equal(grad[~neg], g[~neg])
+    slopes = out[x < 0] / x[x < 0]
+    assert slopes.min() >= lower - 1e-6 and slopes.max() <= upper + 1e-6
+    assert abs(slopes.mean().item() - (lower + upper) / 2) < 0.01       # U(lower, upper): mean 0.2, sd 0.058
+    assert abs(slopes.std().item() - (upper - lower) / 12 ** 0.5) < 0.01
+    assert slopes.unique().numel() > 1000                                # a slope per element
+    torch.testing.assert_close(grad[x < 0], g[x < 0] * slopes, rtol=1e-5, atol=1e-6)  # the gradient is noise
+    assert torch.equal(out[x == 0], x[x == 0])
+    # in-place and evaluation (a leaky_relu of the mean slope, as CPU)
+    with native_only():
+        y = x.to(DEV)
+        F.rrelu(y, lower, upper, training=True, inplace=True)
+    assert torch.equal((y.cpu() == x)[~neg], torch.ones_like(x, dtype=torch.bool)[~neg])
+    check_grads(lambda t: F.rrelu(t, lower, upper, training=False), x)
+    raises_like_cpu(lambda t: torch.ops.aten.rrelu_with_noise(t, torch.empty_like(t), 0.5, 0.1, True), x)
