@@ -1,4 +1,4 @@
-"""F.grid_sample of 4-D inputs (aten::grid_sampler_2d: bilinear and nearest, padding zeros/border/reflection,
+"""F.grid_sample of 4-D inputs (aten::grid_sampler_2d: bilinear, nearest and bicubic, padding zeros/border/reflection,
 align_corners both) and F.interpolate(mode="bicubic") (aten::upsample_bicubic2d) run natively on opencl:
 values and gradients (input and grid) against CPU PyTorch, with no CPU fallback (native_only). Modes and flags
 are kernel arguments, so each dtype compiles one program."""
@@ -59,7 +59,7 @@ def sample_grid(n, h, w, dtype, seed=2, spread=1.3):
 def test_grid_sample_matches_cpu(dtype):
     x = data(2, 3, 5, 7, dtype=dtype)
     grid = sample_grid(2, 4, 6, dtype)
-    for mode in ["bilinear", "nearest"]:
+    for mode in ["bilinear", "nearest", "bicubic"]:
         for padding in ["zeros", "border", "reflection"]:
             for align in [False, True]:
                 fn = lambda t, g: F.grid_sample(t, g, mode=mode, padding_mode=padding, align_corners=align)
@@ -74,7 +74,7 @@ def test_grid_sample_matches_cpu(dtype):
                 data(1, 2, 1, 1, dtype=dtype), sample_grid(1, 3, 3, dtype))
     odd = grid.clone()
     odd[0, 0, 0, 0], odd[1, 1, 1, 1], odd[0, 2, 3, 0] = float("nan"), float("inf"), -1e30
-    for mode in ["bilinear", "nearest"]:
+    for mode in ["bilinear", "nearest", "bicubic"]:
         for padding in ["zeros", "border", "reflection"]:
             want = F.grid_sample(x, odd, mode=mode, padding_mode=padding, align_corners=False)
             with native_only():

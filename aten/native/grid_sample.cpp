@@ -1,9 +1,9 @@
-// grid_sampler_2d and grid_sampler_2d_backward (F.grid_sample of 4-D inputs): bilinear and nearest
+// grid_sampler_2d and grid_sampler_2d_backward (F.grid_sample of 4-D inputs): bilinear, nearest and bicubic
 // interpolation, zeros/border/reflection padding, both align_corners, in kernels_cl/grid_sample.cl. The input's
 // gradient is a scatter (each output point adds to up to four input points): the kernel writes each point's
 // taps (a row of an (N * IH * IW + 1, C) table and a weight) and the project's deterministic segment sums
 // (segment_sum.h) add the weighted grad_output rows in CPU's order, without atomics. Bicubic interpolation
-// runs on the CPU (counted as a fallback).
+// takes 16 taps, each padded on its own, as CPU's.
 #include <ATen/ATen.h>
 #include <ATen/native/GridSamplerUtils.h>
 #include <c10/core/DeviceGuard.h>
@@ -15,7 +15,6 @@
 #include "aten/kernel_support/kernel_program.h"
 #include "aten/kernel_support/opencl_tensor.h"
 #include "aten/native/segment_sum.h"
-#include "fallback/fallback.h"
 
 namespace torch_opencl {
 namespace {
@@ -33,7 +32,7 @@ GridSample params(const Tensor& input, const Tensor& grid, int64_t interpolation
                   bool align_corners) {
   return {input.size(0), input.size(1), input.size(2), input.size(3), grid.size(1), grid.size(2),
           static_cast<cl_int>(interpolation), static_cast<cl_int>(padding), static_cast<cl_int>(align_corners),
-          interpolation == 1 ? 1 : 4};
+          interpolation == 1 ? 1 : interpolation == kBicubic ? 16 : 4};
 }
 
 void check_args(const Tensor& input, const Tensor& grid, int64_t interpolation, int64_t padding) {
@@ -51,10 +50,6 @@ void check_args(const Tensor& input, const Tensor& grid, int64_t interpolation, 
 Tensor grid_sampler_2d(const Tensor& input, const Tensor& grid, int64_t interpolation, int64_t padding,
                        bool align_corners) {
   check_args(input, grid, interpolation, padding);
-  if (interpolation == kBicubic) {
-    record_fallback_call("aten::grid_sampler_2d");
-    return at::grid_sampler_2d(input.cpu(), grid.cpu(), interpolation, padding, align_corners).to(input.device());
-  }
   const c10::DeviceGuard guard(input.device());
   auto out = at::empty({input.size(0), input.size(1), grid.size(1), grid.size(2)}, input.options());
   if (out.numel() == 0) return out;
@@ -79,12 +74,6 @@ std::tuple<Tensor, Tensor> grid_sampler_2d_backward(const Tensor& grad_output, c
               grad_output.sizes());
   TORCH_CHECK(grad_output.scalar_type() == input.scalar_type(), "grid_sampler_2d_backward(): expected grad_output ",
               "of dtype ", input.scalar_type(), " but got ", grad_output.scalar_type());
-  if (interpolation == kBicubic) {
-    record_fallback_call("aten::grid_sampler_2d_backward");
-    auto [gi, gg] = at::grid_sampler_2d_backward(grad_output.cpu(), input.cpu(), grid.cpu(), interpolation, padding,
-                                                 align_corners, output_mask);
-    return {gi.defined() ? gi.to(input.device()) : gi, gg.to(grid.device())};
-  }
   const c10::DeviceGuard guard(input.device());
   const bool want_input = output_mask[0];
   const auto in = input.contiguous();
