@@ -306,3 +306,32 @@ def test_rrelu_training_draws_slopes_in_bounds(dtype):
     assert torch.equal((y.cpu() == x)[~neg], torch.ones_like(x, dtype=torch.bool)[~neg])
     check_grads(lambda t: F.rrelu(t, lower, upper, training=False), x)
     raises_like_cpu(lambda t: torch.ops.aten.rrelu_with_noise(t, torch.empty_like(t), 0.5, 0.1, True), x)
+
+
+# ---- pdist ----
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_pdist_matches_cpu(dtype):
+    x = data(7, 5, dtype=dtype)
+    x[3] = x[1]                                    # a zero distance: its gradient is 0, as CPU's
+    x[5, 2] = x[2, 2]                              # a zero coordinate difference
+    for p in [0, 1, 0.5, 1.5, 2, 3, float("inf")]:
+        check_grads(lambda t: F.pdist(t, p), x, tol=SUM_TOL)
+    check_grads(lambda t: F.pdist(t), x.t().contiguous().t())      # a transposed input (pdist copies it)
+    for shape in [(1, 5), (4, 0)]:
+        check_grads(lambda t: F.pdist(t), data(*shape, dtype=dtype))
+    # no rows: CPU's backward crashes (reads before its input), so ours is checked alone: an empty gradient
+    empty = torch.empty(0, 5, dtype=dtype, device=DEV, requires_grad=True)
+    with native_only():
+        out = F.pdist(empty)
+        grad, = torch.autograd.grad(out, empty, torch.empty(0, dtype=dtype, device=DEV))
+    assert out.shape == (0,) and grad.shape == (0, 5)
+    big = data(300, 3, dtype=dtype)                 # 44850 pairs: the row search at scale
+    check_grads(lambda t: F.pdist(t), big, tol=SUM_TOL)
+
+
+def test_pdist_errors():
+    raises_like_cpu(lambda t: F.pdist(t), data(2, 3, 4))
+    raises_like_cpu(lambda t: F.pdist(t, -1), data(3, 4))
+    raises_like_cpu(lambda t: F.pdist(t), data(3, 4).long())
+    raises_like_cpu(lambda t: F.pdist(t), data(3, 4).half())
