@@ -308,7 +308,7 @@ def test_rrelu_training_draws_slopes_in_bounds(dtype):
     raises_like_cpu(lambda t: torch.ops.aten.rrelu_with_noise(t, torch.empty_like(t), 0.5, 0.1, True), x)
 
 
-# ---- pdist ----
+# ---- pdist, cdist ----
 
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_pdist_matches_cpu(dtype):
@@ -335,3 +335,25 @@ def test_pdist_errors():
     raises_like_cpu(lambda t: F.pdist(t, -1), data(3, 4))
     raises_like_cpu(lambda t: F.pdist(t), data(3, 4).long())
     raises_like_cpu(lambda t: F.pdist(t), data(3, 4).half())
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_cdist_matches_cpu(dtype):
+    a, b = data(2, 5, 4, dtype=dtype), data(2, 6, 4, dtype=dtype, seed=7)
+    b[0, 2] = a[0, 1]                               # a zero distance
+    for p in [0, 1, 0.5, 1.5, 2, 3, float("inf")]:
+        check_grads(lambda x, y: torch.cdist(x, y, p), a, b, tol=SUM_TOL)
+    check_grads(lambda x, y: torch.cdist(x, y), a[0], b, tol=SUM_TOL)               # broadcast batch
+    check_grads(lambda x, y: torch.cdist(x, y, compute_mode="donot_use_mm_for_euclid_dist"), data(30, 3, dtype=dtype),
+                data(27, 3, dtype=dtype, seed=8), tol=SUM_TOL)                        # past 25 rows, without mm
+    check_grads(lambda x, y: torch.cdist(x, y), a.transpose(1, 2).contiguous().transpose(1, 2), b, tol=SUM_TOL)
+    for sa, sb in [((0, 4), (3, 4)), ((2, 0), (3, 0)), ((0, 2, 4), (0, 3, 4))]:
+        check_grads(lambda x, y: torch.cdist(x, y), data(*sa, dtype=dtype), data(*sb, dtype=dtype))
+
+
+def test_cdist_errors():
+    raises_like_cpu(lambda x, y: torch.cdist(x, y), data(3), data(3, 3))
+    raises_like_cpu(lambda x, y: torch.cdist(x, y), data(2, 3), data(3, 4))
+    raises_like_cpu(lambda x, y: torch.cdist(x, y, -1), data(2, 3), data(3, 3))
+    raises_like_cpu(lambda x, y: torch.cdist(x, y), data(2, 3).long(), data(3, 3).long())
+    raises_like_cpu(lambda x, y: torch.cdist(x, y), data(2, 3).half(), data(3, 3).half())
