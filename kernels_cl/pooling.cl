@@ -1,11 +1,11 @@
-// 2-d pooling over contiguous planes (P = N * C planes of IH x IW; outputs
-// OH x OW), forward and backward. Backward kernels run one work-item per input
-// element and sum the windows that cover it, so no atomics are needed and the
+// 2-d and 3-d pooling over contiguous planes (P = N * C planes of ID x IH x IW; outputs
+// OD x OH x OW; 2-d pooling is ID = OD = 1), forward and backward. Backward kernels run one
+// work-item per input element and sum the windows that cover it, so no atomics are needed and the
 // result is deterministic.
 
 typedef struct {
-  long kH, kW, dH, dW, padH, padW, dilH, dilW;
-  long IH, IW, OH, OW;
+  long kD, kH, kW, dD, dH, dW, padD, padH, padW, dilD, dilH, dilW;
+  long ID, IH, IW, OD, OH, OW;
 } Pool;
 
 inline long ceil_div_nonneg(long a, long b) { return a <= 0 ? 0 : (a + b - 1) / b; }
@@ -187,52 +187,61 @@ __kernel void max_pool2d_backward_3x3(__global T_T* grad_in, ulong gi_offset, __
   STORE_T(grad_in, gi_offset + e, acc);
 }
 
-// The divisor of output (oh, ow), and its clipped window; 0 for an empty window.
-inline long avg_window(Pool p, long oh, long ow, int count_include_pad, long divisor_override, long* h0, long* h1,
-                       long* w0, long* w1) {
-  long hs = oh * p.dH - p.padH, ws = ow * p.dW - p.padW;
-  long he = min(hs + p.kH, p.IH + p.padH), we = min(ws + p.kW, p.IW + p.padW);
-  const long pool_size = (he - hs) * (we - ws);
-  hs = max(hs, 0L);
-  ws = max(ws, 0L);
-  he = min(he, p.IH);
-  we = min(we, p.IW);
-  *h0 = hs; *h1 = he; *w0 = ws; *w1 = we;
-  if (hs >= he || ws >= we) return 0;
+// The divisor of output (od, oh, ow) and its window clipped to the input ([lo, hi) per dim, x: d, y: h,
+// z: w); 0 for an empty window. As CPU's kernels: the padded window's size, or the clipped one's.
+inline long avg_window(Pool p, long od, long oh, long ow, int count_include_pad, long divisor_override, long3* lo,
+                       long3* hi) {
+  long3 s = (long3)(od * p.dD - p.padD, oh * p.dH - p.padH, ow * p.dW - p.padW);
+  long3 e = (long3)(min(s.x + p.kD, p.ID + p.padD), min(s.y + p.kH, p.IH + p.padH), min(s.z + p.kW, p.IW + p.padW));
+  const long pool_size = (e.x - s.x) * (e.y - s.y) * (e.z - s.z);
+  s = max(s, (long3)0);
+  e = min(e, (long3)(p.ID, p.IH, p.IW));
+  *lo = s;
+  *hi = e;
+  if (s.x >= e.x || s.y >= e.y || s.z >= e.z) return 0;
   if (divisor_override) return divisor_override;
-  return count_include_pad ? pool_size : (he - hs) * (we - ws);
+  return count_include_pad ? pool_size : (e.x - s.x) * (e.y - s.y) * (e.z - s.z);
 }
 
-__kernel void avg_pool2d_forward(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset,
-                                 long total, Pool p, int count_include_pad, long divisor_override) {
+__kernel void avg_pool_forward(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset,
+                               long total, Pool p, int count_include_pad, long divisor_override) {
   const long e = get_global_id(0);
   if (e >= total) return;
-  const long ow = e % p.OW, oh = (e / p.OW) % p.OH, plane = e / (p.OW * p.OH);
-  long h0, h1, w0, w1;
-  const long div = avg_window(p, oh, ow, count_include_pad, divisor_override, &h0, &h1, &w0, &w1);
-  const long base = in_offset + plane * p.IH * p.IW;
+  const long ow = e % p.OW, oh = (e / p.OW) % p.OH, od = (e / (p.OW * p.OH)) % p.OD;
+  const long plane = e / (p.OW * p.OH * p.OD);
+  long3 lo, hi;
+  const long div = avg_window(p, od, oh, ow, count_include_pad, divisor_override, &lo, &hi);
+  const long base = in_offset + plane * p.ID * p.IH * p.IW;
   ACC s = 0;
-  for (long h = h0; h < h1; ++h)
-    for (long w = w0; w < w1; ++w) s += LOAD_T(in, base + h * p.IW + w);
+  for (long d = lo.x; d < hi.x; ++d)
+    for (long h = lo.y; h < hi.y; ++h)
+      for (long w = lo.z; w < hi.z; ++w) s += LOAD_T(in, base + (d * p.IH + h) * p.IW + w);
   STORE_T(out, out_offset + e, div == 0 ? (ACC)0 : s / (ACC)div);
 }
 
-__kernel void avg_pool2d_backward(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out,
-                                  ulong go_offset, long total, Pool p, int count_include_pad,
-                                  long divisor_override) {
+// Outputs o in [first, last] whose window (start o * stride - pad, extent k) may hold input position i.
+inline long first_window(long i, long pad, long k, long stride) { return ceil_div_nonneg(i + pad - k + 1, stride); }
+inline long last_window(long i, long pad, long stride, long O) { return min((i + pad) / stride, O - 1); }
+
+__kernel void avg_pool_backward(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out,
+                                ulong go_offset, long total, Pool p, int count_include_pad, long divisor_override) {
   const long e = get_global_id(0);
   if (e >= total) return;
-  const long w = e % p.IW, h = (e / p.IW) % p.IH, plane = e / (p.IW * p.IH);
-  const long oh0 = ceil_div_nonneg(h + p.padH - p.kH + 1, p.dH), oh1 = min((h + p.padH) / p.dH, p.OH - 1);
-  const long ow0 = ceil_div_nonneg(w + p.padW - p.kW + 1, p.dW), ow1 = min((w + p.padW) / p.dW, p.OW - 1);
-  const long base = go_offset + plane * p.OH * p.OW;
+  const long w = e % p.IW, h = (e / p.IW) % p.IH, d = (e / (p.IW * p.IH)) % p.ID, plane = e / (p.IW * p.IH * p.ID);
+  const long od0 = first_window(d, p.padD, p.kD, p.dD), od1 = last_window(d, p.padD, p.dD, p.OD);
+  const long oh0 = first_window(h, p.padH, p.kH, p.dH), oh1 = last_window(h, p.padH, p.dH, p.OH);
+  const long ow0 = first_window(w, p.padW, p.kW, p.dW), ow1 = last_window(w, p.padW, p.dW, p.OW);
+  const long base = go_offset + plane * p.OD * p.OH * p.OW;
+  const long3 me = (long3)(d, h, w);
   ACC acc = 0;
-  for (long oh = oh0; oh <= oh1; ++oh)
-    for (long ow = ow0; ow <= ow1; ++ow) {
-      long h0, h1, w0, w1;
-      const long div = avg_window(p, oh, ow, count_include_pad, divisor_override, &h0, &h1, &w0, &w1);
-      if (div != 0 && h >= h0 && h < h1 && w >= w0 && w < w1) acc += LOAD_T(grad_out, base + oh * p.OW + ow) / (ACC)div;
-    }
+  for (long od = od0; od <= od1; ++od)
+    for (long oh = oh0; oh <= oh1; ++oh)
+      for (long ow = ow0; ow <= ow1; ++ow) {
+        long3 lo, hi;
+        const long div = avg_window(p, od, oh, ow, count_include_pad, divisor_override, &lo, &hi);
+        if (div != 0 && all(me >= lo) && all(me < hi))
+          acc += LOAD_T(grad_out, base + (od * p.OH + oh) * p.OW + ow) / (ACC)div;
+      }
   STORE_T(grad_in, gi_offset + e, acc);
 }
 
@@ -240,37 +249,46 @@ __kernel void avg_pool2d_backward(__global T_T* grad_in, ulong gi_offset, __glob
 inline long start_index(long o, long O, long I) { return (o * I) / O; }
 inline long end_index(long o, long O, long I) { return ((o + 1) * I + O - 1) / O; }
 
-__kernel void adaptive_avg_pool2d_forward(__global T_T* out, ulong out_offset, __global const T_T* in,
-                                          ulong in_offset, long total, Pool p) {
+__kernel void adaptive_avg_pool_forward(__global T_T* out, ulong out_offset, __global const T_T* in,
+                                        ulong in_offset, long total, Pool p) {
   const long e = get_global_id(0);
   if (e >= total) return;
-  const long ow = e % p.OW, oh = (e / p.OW) % p.OH, plane = e / (p.OW * p.OH);
+  const long ow = e % p.OW, oh = (e / p.OW) % p.OH, od = (e / (p.OW * p.OH)) % p.OD;
+  const long plane = e / (p.OW * p.OH * p.OD);
+  const long d0 = start_index(od, p.OD, p.ID), d1 = end_index(od, p.OD, p.ID);
   const long h0 = start_index(oh, p.OH, p.IH), h1 = end_index(oh, p.OH, p.IH);
   const long w0 = start_index(ow, p.OW, p.IW), w1 = end_index(ow, p.OW, p.IW);
-  const long base = in_offset + plane * p.IH * p.IW;
+  const long base = in_offset + plane * p.ID * p.IH * p.IW;
   ACC s = 0;
-  for (long h = h0; h < h1; ++h)
-    for (long w = w0; w < w1; ++w) s += LOAD_T(in, base + h * p.IW + w);
-  STORE_T(out, out_offset + e, s / (ACC)((h1 - h0) * (w1 - w0)));
+  for (long d = d0; d < d1; ++d)
+    for (long h = h0; h < h1; ++h)
+      for (long w = w0; w < w1; ++w) s += LOAD_T(in, base + (d * p.IH + h) * p.IW + w);
+  STORE_T(out, out_offset + e, s / (ACC)((d1 - d0) * (h1 - h0) * (w1 - w0)));
 }
 
-__kernel void adaptive_avg_pool2d_backward(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out,
-                                           ulong go_offset, long total, Pool p) {
+// Outputs o in [first, last) whose adaptive window may hold input position i: from floor(i * O / I) to the
+// last with start <= i.
+inline long first_adaptive(long i, long O, long I) { return (i * O) / I; }
+inline long last_adaptive(long i, long O, long I) { return min(((i + 1) * O + I - 1) / I, O); }
+
+__kernel void adaptive_avg_pool_backward(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out,
+                                         ulong go_offset, long total, Pool p) {
   const long e = get_global_id(0);
   if (e >= total) return;
-  const long w = e % p.IW, h = (e / p.IW) % p.IH, plane = e / (p.IW * p.IH);
-  const long base = go_offset + plane * p.OH * p.OW;
-  // Outputs whose window may hold h: from floor(h * OH / IH) to the last with start <= h.
-  const long oh0 = (h * p.OH) / p.IH, oh1 = min(((h + 1) * p.OH + p.IH - 1) / p.IH, p.OH);
-  const long ow0 = (w * p.OW) / p.IW, ow1 = min(((w + 1) * p.OW + p.IW - 1) / p.IW, p.OW);
+  const long w = e % p.IW, h = (e / p.IW) % p.IH, d = (e / (p.IW * p.IH)) % p.ID, plane = e / (p.IW * p.IH * p.ID);
+  const long base = go_offset + plane * p.OD * p.OH * p.OW;
   ACC acc = 0;
-  for (long oh = oh0; oh < oh1; ++oh) {
-    const long h0 = start_index(oh, p.OH, p.IH), h1 = end_index(oh, p.OH, p.IH);
-    if (h < h0 || h >= h1) continue;
-    for (long ow = ow0; ow < ow1; ++ow) {
-      const long w0 = start_index(ow, p.OW, p.IW), w1 = end_index(ow, p.OW, p.IW);
-      if (w < w0 || w >= w1) continue;
-      acc += LOAD_T(grad_out, base + oh * p.OW + ow) / (ACC)((h1 - h0) * (w1 - w0));
+  for (long od = first_adaptive(d, p.OD, p.ID); od < last_adaptive(d, p.OD, p.ID); ++od) {
+    const long d0 = start_index(od, p.OD, p.ID), d1 = end_index(od, p.OD, p.ID);
+    if (d < d0 || d >= d1) continue;
+    for (long oh = first_adaptive(h, p.OH, p.IH); oh < last_adaptive(h, p.OH, p.IH); ++oh) {
+      const long h0 = start_index(oh, p.OH, p.IH), h1 = end_index(oh, p.OH, p.IH);
+      if (h < h0 || h >= h1) continue;
+      for (long ow = first_adaptive(w, p.OW, p.IW); ow < last_adaptive(w, p.OW, p.IW); ++ow) {
+        const long w0 = start_index(ow, p.OW, p.IW), w1 = end_index(ow, p.OW, p.IW);
+        if (w < w0 || w >= w1) continue;
+        acc += LOAD_T(grad_out, base + (od * p.OH + oh) * p.OW + ow) / (ACC)((d1 - d0) * (h1 - h0) * (w1 - w0));
+      }
     }
   }
   STORE_T(grad_in, gi_offset + e, acc);
@@ -311,9 +329,8 @@ __kernel void adaptive_max_pool2d_backward(__global T_T* grad_in, ulong gi_offse
   if (e >= total) return;
   const long w = e % p.IW, h = (e / p.IW) % p.IH, plane = e / (p.IW * p.IH);
   const long base = plane * p.OH * p.OW, me = h * p.IW + w;
-  // Outputs whose window may hold h: from floor(h * OH / IH) to the last with start <= h.
-  const long oh0 = (h * p.OH) / p.IH, oh1 = min(((h + 1) * p.OH + p.IH - 1) / p.IH, p.OH);
-  const long ow0 = (w * p.OW) / p.IW, ow1 = min(((w + 1) * p.OW + p.IW - 1) / p.IW, p.OW);
+  const long oh0 = first_adaptive(h, p.OH, p.IH), oh1 = last_adaptive(h, p.OH, p.IH);
+  const long ow0 = first_adaptive(w, p.OW, p.IW), ow1 = last_adaptive(w, p.OW, p.IW);
   ACC acc = 0;
   for (long oh = oh0; oh < oh1; ++oh) {
     if (h < start_index(oh, p.OH, p.IH) || h >= end_index(oh, p.OH, p.IH)) continue;
@@ -341,4 +358,77 @@ __kernel void adaptive_max_pool2d_backward_scatter(__global T_T* grad_in, ulong 
   const bool mine = h >= start_index(oh, p.OH, p.IH) && h < end_index(oh, p.OH, p.IH) &&
                     w >= start_index(ow, p.OW, p.IW) && w < end_index(ow, p.OW, p.IW);
   if (mine) STORE_T(grad_in, gi_offset + plane * p.IH * p.IW + index, LOAD_T(grad_out, go_offset + e));
+}
+
+// 3-d max pooling (windows of any size; long index math): out and indices (position (d * IH + h) * IW + w
+// within the plane) as CPU's kernel: the first maximum, or the last NaN, from the lowest value, so a window
+// of -inf gives its first in-bounds element's index. One work-item per output element.
+__kernel void max_pool3d_forward(__global T_T* out, ulong out_offset, __global long* indices, ulong ind_offset,
+                                 __global const T_T* in, ulong in_offset, long total, Pool p) {
+  const long e = get_global_id(0);
+  if (e >= total) return;
+  const long ow = e % p.OW, oh = (e / p.OW) % p.OH, od = (e / (p.OW * p.OH)) % p.OD;
+  const long plane = e / (p.OW * p.OH * p.OD);
+  long3 s = (long3)(od * p.dD - p.padD, oh * p.dH - p.padH, ow * p.dW - p.padW);
+  const long3 dil = (long3)(p.dilD, p.dilH, p.dilW);
+  const long3 end = min(s + ((long3)(p.kD, p.kH, p.kW) - 1) * dil + 1, (long3)(p.ID, p.IH, p.IW));
+  // The first tap at or past 0 (CPU: while (start < 0) start += dilation).
+  s = select(s, s + ((-s - 1) / dil + 1) * dil, s < 0);
+  __global const T_T* src = in + in_offset + plane * p.ID * p.IH * p.IW;
+  ACC best = ACC_LOWEST;
+  long best_index = (s.x * p.IH + s.y) * p.IW + s.z;
+  for (long d = s.x; d < end.x; d += p.dilD)
+    for (long h = s.y; h < end.y; h += p.dilH)
+      for (long w = s.z; w < end.z; w += p.dilW) {
+        const long at = (d * p.IH + h) * p.IW + w;
+        const ACC v = LOAD_T(src, at);
+        if (v > best || v != v) {  // v != v: NaN
+          best = v;
+          best_index = at;
+        }
+      }
+  STORE_T(out, out_offset + e, best);
+  indices[ind_offset + e] = best_index;
+}
+
+// Windows that cannot overlap (stride >= extent in every dim): grad_in is zeroed first and each output
+// element stores its gradient at its index when that lies in its window (one writer per input element; an
+// index outside the window, or the plane, is ignored).
+__kernel void max_pool3d_backward_scatter(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out,
+                                          ulong go_offset, __global const long* indices, ulong ind_offset,
+                                          long total, Pool p) {
+  const long e = get_global_id(0);
+  if (e >= total) return;
+  const long ow = e % p.OW, oh = (e / p.OW) % p.OH, od = (e / (p.OW * p.OH)) % p.OD;
+  const long plane = e / (p.OW * p.OH * p.OD);
+  const long index = indices[ind_offset + e];
+  if (index < 0 || index >= p.ID * p.IH * p.IW) return;
+  const long w = index % p.IW, h = (index / p.IW) % p.IH, d = index / (p.IW * p.IH);
+  const long3 offset = (long3)(d - (od * p.dD - p.padD), h - (oh * p.dH - p.padH), w - (ow * p.dW - p.padW));
+  const long3 extent = ((long3)(p.kD, p.kH, p.kW) - 1) * (long3)(p.dilD, p.dilH, p.dilW);
+  if (all(offset >= 0) && all(offset <= extent))
+    STORE_T(grad_in, gi_offset + plane * p.ID * p.IH * p.IW + index, LOAD_T(grad_out, go_offset + e));
+}
+
+// Overlapping windows: one work-item per input element sums the gradients of the windows that hold it and
+// chose it. No atomics; deterministic.
+__kernel void max_pool3d_backward(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out,
+                                  ulong go_offset, __global const long* indices, ulong ind_offset, long total,
+                                  Pool p) {
+  const long e = get_global_id(0);
+  if (e >= total) return;
+  const long w = e % p.IW, h = (e / p.IW) % p.IH, d = (e / (p.IW * p.IH)) % p.ID, plane = e / (p.IW * p.IH * p.ID);
+  // Windows o hold i when o * stride - pad <= i <= o * stride - pad + (k - 1) * dil.
+  const long od0 = first_window(d, p.padD, (p.kD - 1) * p.dilD + 1, p.dD), od1 = last_window(d, p.padD, p.dD, p.OD);
+  const long oh0 = first_window(h, p.padH, (p.kH - 1) * p.dilH + 1, p.dH), oh1 = last_window(h, p.padH, p.dH, p.OH);
+  const long ow0 = first_window(w, p.padW, (p.kW - 1) * p.dilW + 1, p.dW), ow1 = last_window(w, p.padW, p.dW, p.OW);
+  const long me = (d * p.IH + h) * p.IW + w, base = plane * p.OD * p.OH * p.OW;
+  ACC acc = 0;
+  for (long od = od0; od <= od1; ++od)
+    for (long oh = oh0; oh <= oh1; ++oh)
+      for (long ow = ow0; ow <= ow1; ++ow) {
+        const long o = base + (od * p.OH + oh) * p.OW + ow;
+        if (indices[ind_offset + o] == me) acc += LOAD_T(grad_out, go_offset + o);
+      }
+  STORE_T(grad_in, gi_offset + e, acc);
 }

@@ -19,6 +19,8 @@ GPU_FORM_TESTS=(test_deferred_index_errors.py test_pointwise_lines.py test_blas.
                 test_attention.py test_copy_lines.py test_fuzz.py)
 echo "==> Again with TORCH_OPENCL_KERNEL_CLASS=gpu: ${GPU_FORM_TESTS[*]}"
 TORCH_OPENCL_KERNEL_CLASS=gpu run "${GPU_FORM_TESTS[@]}"
+# Bad indices of embedding_bag and max_unpool2d as GPU-class devices report them (deferred IndexErrors).
+TORCH_OPENCL_KERNEL_CLASS=gpu run test_nn_ops_native.py -k "embedding_bag_errors or max_unpool_errors"
 # torch.compile's generated kernels in their GPU form (one work-group per reduction row).
 TORCH_OPENCL_KERNEL_CLASS=gpu run test_inductor.py -k forms
 # torch.distributed (issue 16): two ranks, each a process on one of PoCL's two devices.

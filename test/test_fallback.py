@@ -40,8 +40,8 @@ def same_storage(a, b):
 
 
 # The operators in these tests have no opencl kernel (igamma, kthvalue, mvlgamma, modified_bessel_i0/i1,
-# histc, cdist, modified_bessel_k0): each test asserts the fallback served it, so native kernels cannot hide its paths. (hypot, lgamma
-# and erfcx served here until they went native.)
+# histc, grid_sampler_3d, modified_bessel_k0): each test asserts the fallback served it, so native kernels cannot hide its paths.
+# (hypot, lgamma, erfcx and cdist served here until they went native.)
 def positive(t):
     return t.abs() + 0.5
 def _served_by_fallback(name):
@@ -256,14 +256,16 @@ def test_view_of_a_view_with_storage_offset():
 
 
 def test_autograd_through_the_fallback():
-    base = cpu_data(6)
+    base = cpu_data(24)
     w = base.clone().to(DEV).requires_grad_()
     torch.opencl.reset_fallback_stats()
-    # cdist's forward and its backward (once per input) on the fallback
-    (torch.cdist(w.view(2, 3), (w * 2 + 1).view(2, 3)).sin() * 2).sum().backward()
-    assert torch.opencl.fallback_stats() == {"aten::_cdist_forward": 1, "aten::_cdist_backward": 2}
+    # 3-d grid sampling's forward and its backward (one call for both inputs' gradients) on the fallback
+    sample = lambda w: torch.nn.functional.grid_sample(w[:18].view(1, 1, 2, 3, 3), (w[:12].view(1, 1, 2, 2, 3) * 0.3 + 0.1),
+                                                       align_corners=False)
+    (sample(w).sin() * 2).sum().backward()
+    assert torch.opencl.fallback_stats() == {"aten::grid_sampler_3d": 1, "aten::grid_sampler_3d_backward": 1}
     wc = base.clone().requires_grad_()
-    (torch.cdist(wc.view(2, 3), (wc * 2 + 1).view(2, 3)).sin() * 2).sum().backward()
+    (sample(wc).sin() * 2).sum().backward()
     torch.testing.assert_close(w.grad.cpu(), wc.grad)
 
 

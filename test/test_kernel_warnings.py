@@ -54,6 +54,9 @@ loss = loss + F.conv2d(img, torch.randn(4, 3, 3, 3, device=dev), padding=1).sum(
 loss = loss + F.fold(F.unfold(img, 3, padding=1), (9, 9), 3, padding=1).sum()                # unfold.cl
 F.fold(torch.randn(1, 4, 9, device=dev).half(), (4, 4), 2)                                   # its ROUND_T for half
 loss = loss + F.adaptive_max_pool2d(img, 4).sum() + torch.linalg.cross(x[:, :3], x[:, 3:6]).sum()  # cross.cl
+loss = loss + F.grid_sample(img, torch.rand(2, 3, 4, 2, device=dev) * 2 - 1, align_corners=False).sum()  # grid_sample.cl
+loss = loss + F.embedding_bag(i, x, i.new_tensor([0, 2]), mode="max").sum()                  # embedding_bag.cl
+loss = loss + F.pdist(x).sum()                                                               # distance.cl
 loss = loss + F.conv2d(torch.randn(1, 16, 4, 4, device=dev), torch.randn(16, 16, 3, 3, device=dev)).sum()  # winograd.cl (gpu)
 loss = loss + (x @ torch.randn(70, 8, device=dev)).sum()                                     # gemm.cl (cpu class)
 qa = torch.randn(1, 2, 5, 8, device=dev, requires_grad=True)

@@ -19,9 +19,9 @@ at::Tensor weights_on(const std::vector<double>& w, int64_t dim, int64_t ndim, c
 }  // namespace
 
 bool AxisMap::identity() const {
-  if (!lambda1.empty() || static_cast<int64_t>(idx0.size()) != in_size) return false;
-  for (size_t o = 0; o < idx0.size(); ++o)
-    if (idx0[o] != static_cast<int64_t>(o)) return false;
+  if (!weight.empty() || static_cast<int64_t>(idx[0].size()) != in_size) return false;
+  for (size_t o = 0; o < idx[0].size(); ++o)
+    if (idx[0][o] != static_cast<int64_t>(o)) return false;
   return true;
 }
 
@@ -29,15 +29,17 @@ at::Tensor resample_forward(const at::Tensor& input, const std::vector<AxisMap>&
   at::Tensor x = input;
   for (const AxisMap& axis : axes) {
     if (axis.identity()) continue;
-    const at::Tensor first = x.index_select(axis.dim, index_on(axis.idx0, x));
-    if (axis.lambda1.empty()) {
+    const at::Tensor first = x.index_select(axis.dim, index_on(axis.idx[0], x));
+    if (axis.weight.empty()) {
       x = first;
       continue;
     }
-    const at::Tensor second = x.index_select(axis.dim, index_on(axis.idx1, x));
-    // lambda0 * first + lambda1 * second, in CPU's order of operations.
-    x = at::addcmul(first * weights_on(axis.lambda0, axis.dim, x.dim(), x), second,
-                    weights_on(axis.lambda1, axis.dim, x.dim(), x));
+    // w0 * tap0 + w1 * tap1 + ..., in CPU's order of operations.
+    at::Tensor sum = first * weights_on(axis.weight[0], axis.dim, x.dim(), x);
+    for (size_t t = 1; t < axis.idx.size(); ++t)
+      sum = at::addcmul(sum, x.index_select(axis.dim, index_on(axis.idx[t], x)),
+                        weights_on(axis.weight[t], axis.dim, x.dim(), x));
+    x = sum;
   }
   return x.is_same(input) ? input.clone() : x;
 }
@@ -51,11 +53,11 @@ at::Tensor resample_backward(const at::Tensor& grad_output, at::IntArrayRef inpu
     std::vector<int64_t> shape(g.sizes().begin(), g.sizes().end());
     shape[axis.dim] = axis.in_size;
     at::Tensor gi = at::zeros(shape, g.options());
-    if (axis.lambda1.empty()) {
-      gi.index_add_(axis.dim, index_on(axis.idx0, g), g);
+    if (axis.weight.empty()) {
+      gi.index_add_(axis.dim, index_on(axis.idx[0], g), g);
     } else {
-      gi.index_add_(axis.dim, index_on(axis.idx0, g), g * weights_on(axis.lambda0, axis.dim, g.dim(), g));
-      gi.index_add_(axis.dim, index_on(axis.idx1, g), g * weights_on(axis.lambda1, axis.dim, g.dim(), g));
+      for (size_t t = 0; t < axis.idx.size(); ++t)
+        gi.index_add_(axis.dim, index_on(axis.idx[t], g), g * weights_on(axis.weight[t], axis.dim, g.dim(), g));
     }
     g = gi;
   }

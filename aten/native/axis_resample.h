@@ -1,6 +1,6 @@
 #pragma once
-// Operators that read each output element from one or two input positions along each of a few
-// dims (padding by reflection or replication, nearest and linear upsampling), composed from
+// Operators that read each output element from one, two or four input positions along each of a few
+// dims (padding by reflection or replication, nearest, linear and cubic upsampling), composed from
 // native index_select / index_add_ with the position maps computed on the host, axis by axis.
 #include <ATen/core/Tensor.h>
 
@@ -8,13 +8,13 @@
 
 namespace torch_opencl {
 
-// Along `dim`: out[o] = in[idx0[o]] or, when lambda1 is given, (1 - lambda1[o]) * in[idx0[o]] +
-// lambda1[o] * in[idx1[o]] (the weights as CPU computes them, in the element type's precision).
+// Along `dim`: out[o] = in[idx[0][o]] when `weight` is empty, else the sum over taps t, in their order, of
+// weight[t][o] * in[idx[t][o]] (the weights as CPU computes them, in the element type's precision).
 struct AxisMap {
   int64_t dim = 0;
   int64_t in_size = 0;
-  std::vector<int64_t> idx0, idx1;
-  std::vector<double> lambda0, lambda1;  // empty: a plain gather
+  std::vector<std::vector<int64_t>> idx;   // [tap][output position]
+  std::vector<std::vector<double>> weight;  // [tap][output position]; empty: a plain gather
   bool identity() const;
 };
 

@@ -35,6 +35,7 @@ std::vector<AxisMap> pad_axes(at::IntArrayRef sizes, at::IntArrayRef padding, Pa
     axis.dim = ndim - 1 - static_cast<int64_t>(pair);
     const int64_t n = sizes[axis.dim], pad_l = padding[2 * pair], pad_r = padding[2 * pair + 1];
     axis.in_size = n;
+    auto& index = axis.idx.emplace_back();
     const int64_t i_start = std::max<int64_t>(0, -pad_l), o_start = std::max<int64_t>(0, pad_l);
     for (int64_t j = 0; j < n + pad_l + pad_r; ++j) {
       int64_t ip = j;
@@ -42,7 +43,7 @@ std::vector<AxisMap> pad_axes(at::IntArrayRef sizes, at::IntArrayRef padding, Pa
         ip = j < pad_l ? 2 * pad_l - j : (j < n + pad_l ? j : 2 * (n + pad_l - 1) - j);
       else
         ip = j < pad_l ? pad_l : (j < n + pad_l ? j : n + pad_l - 1);
-      axis.idx0.push_back(ip - o_start + i_start);
+      index.push_back(ip - o_start + i_start);
     }
     axes.push_back(std::move(axis));
   }

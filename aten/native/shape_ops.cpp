@@ -2,7 +2,7 @@
 // each output coordinate to its source coordinate, over the input's own strides. cat (what
 // torch.stack calls): one kernel copies up to eight inputs into their slices. Elements are moved as
 // raw bits, so one program per element size serves every dtype.
-// unfold_backward composes native ops over unfold's view.
+// unfold_backward composes native ops over unfold's view; channel_shuffle is one strided copy.
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/MetaFunctions.h>
@@ -327,9 +327,31 @@ Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, Tensor& out) {
   return out;
 }
 
+// ---- channel_shuffle: (N, g, C / g, ...) transposed to (N, C / g, g, ...), CPU's checks and layout ----
+
+Tensor channel_shuffle(const Tensor& self, int64_t groups) {
+  TORCH_CHECK(self.dim() > 2, "channel_shuffle expects input with > 2 dims, but got input with sizes ", self.sizes());
+  TORCH_CHECK(groups > 0, "Number of groups to divide channels in must be positive.", " Value of groups:", groups);
+  const int64_t c = self.size(1);
+  TORCH_CHECK(c % groups == 0, "Number of channels must be divisible by groups. Got ", c, " channels and ", groups,
+              " groups.");
+  auto out = at::empty(self.sizes(), self.options().memory_format(self.suggest_memory_format()));
+  if (out.numel() == 0) return out;
+  // Splitting dim 1 is a view of any strides, so both sides stay views and one copy kernel moves the data.
+  auto split = [&](int64_t first, int64_t second) {
+    auto sizes = self.sizes().vec();
+    sizes[1] = second;
+    sizes.insert(sizes.begin() + 1, first);
+    return sizes;
+  };
+  out.view(split(c / groups, groups)).copy_(self.view(split(groups, c / groups)).transpose(1, 2));
+  return out;
+}
+
 }  // namespace
 
 TOCL_LIBRARY_IMPL(m) {
+  m.impl("channel_shuffle", TORCH_FN(channel_shuffle));
   m.impl("flip", TORCH_FN(flip));
   m.impl("unfold_backward", TORCH_FN(unfold_backward));
   m.impl("roll", TORCH_FN(roll_gather));
