@@ -24,6 +24,19 @@ TOCL_INLINE C_T floor_divide(C_T a, C_T b) {
   }
   return copysign((C_T)0, a / b);
 }
+// frexp as C's: x = m * 2^e with 0.5 <= |m| < 1; zero, infinity and NaN give x itself and exponent 0 (glibc's,
+// which CPU's torch.frexp returns; OpenCL leaves the exponent of infinity and NaN open).
+TOCL_INLINE C_T frexp_mantissa_of(C_T x) {
+  if (x == (C_T)0 || isinf(x) || isnan(x)) return x;
+  int e;
+  return frexp(x, &e);
+}
+TOCL_INLINE int frexp_exponent_of(C_T x) {
+  if (x == (C_T)0 || isinf(x) || isnan(x)) return 0;
+  int e;
+  frexp(x, &e);
+  return e;
+}
 // Round half to even, as torch.round does.
 TOCL_INLINE C_T round_even(C_T x) { return rint(x); }
 // NaN gives 0, as on CPU.

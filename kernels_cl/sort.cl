@@ -6,6 +6,7 @@
 // positions >= n and sorts after every real element.
 //   rows of n <= SMALL:     sort_small, one work-item per row (insertion sort)
 //   many rows (>= 8 per compute unit): sort_rows_merge, one work-item per row (merge sort)
+//   few rows, CPU form:     sort_chunks (a merge sort per chunk of a row), then merge_pass per doubling width
 //   rows of P <= local cap: sort_rows_local, one work-group per row (bitonic in local memory)
 //   topk with k <= SMALL:   topk_small, one work-item per row (a sorted buffer of k)
 //   longer rows:            sort_blocks_local, then per merge size k: bitonic_global_step for the
@@ -70,20 +71,13 @@ __kernel void sort_small(__global T_T* values, ulong v_offset, __global long* in
   }
 }
 
-// Many rows: one work-item per row, a merge sort over scratch rows (ka/xa, kb/xb: rows x n each):
-// runs of SMALL by insertion, then merges of doubling width, ping-ponging between the two.
-__kernel void sort_rows_merge(__global T_T* values, ulong v_offset, __global long* indices, ulong i_offset,
-                              __global const T_T* in, ulong in_offset, __global T_CT* ka, ulong ka_offset,
-                              __global int* xa, ulong xa_offset, __global T_CT* kb, ulong kb_offset,
-                              __global int* xb, ulong xb_offset, long rows, int n, int desc) {
-  const long r = get_global_id(0);
-  if (r >= rows) return;
-  __global T_CT* k0 = ka + ka_offset + r * n;
-  __global int* x0 = xa + xa_offset + r * n;
-  __global T_CT* k1 = kb + kb_offset + r * n;
-  __global int* x1 = xb + xb_offset + r * n;
-  for (int s = 0; s < n; s += SMALL) {
-    const int end = min(s + SMALL, n);
+// Merge-sorts positions [lo, hi) of row r of `in` (rows x n) into the scratch rows k0/x0 and k1/x1 (row
+// pointers, indexed by position in the row): runs of SMALL by insertion, then merges of doubling width,
+// ping-ponging between the two. Returns 1 where the result ended in (k1, x1), 0 where in (k0, x0).
+inline int merge_sort_span(__global const T_T* in, ulong in_offset, long r, int n, int lo, int hi, __global T_CT* k0,
+                           __global int* x0, __global T_CT* k1, __global int* x1, int desc) {
+  for (int s = lo; s < hi; s += SMALL) {
+    const int end = min(s + SMALL, hi);
     for (int e = s; e < end; ++e) {
       const T_CT x = LOAD_T(in, in_offset + r * n + e);
       int q = e;
@@ -96,10 +90,11 @@ __kernel void sort_rows_merge(__global T_T* values, ulong v_offset, __global lon
       x0[q] = e;
     }
   }
-  for (int w = SMALL; w < n; w *= 2) {
-    for (int s = 0; s < n; s += 2 * w) {
-      int a = s, b = min(s + w, n), o = s;
-      const int a_end = b, b_end = min(s + 2 * w, n);
+  int flipped = 0;
+  for (int w = SMALL; w < hi - lo; w *= 2) {
+    for (int s = lo; s < hi; s += 2 * w) {
+      int a = s, b = min(s + w, hi), o = s;
+      const int a_end = b, b_end = min(s + 2 * w, hi);
       while (a < a_end && b < b_end) {
         const int take_b = before(k0[b], x0[b], k0[a], x0[a], n, desc);
         const int from = take_b ? b++ : a++;
@@ -121,10 +116,87 @@ __kernel void sort_rows_merge(__global T_T* values, ulong v_offset, __global lon
     __global int* xt = x0;
     x0 = x1;
     x1 = xt;
+    flipped ^= 1;
   }
+  return flipped;
+}
+
+// Many rows: one work-item per row, a merge sort over scratch rows (ka/xa, kb/xb: rows x n each).
+__kernel void sort_rows_merge(__global T_T* values, ulong v_offset, __global long* indices, ulong i_offset,
+                              __global const T_T* in, ulong in_offset, __global T_CT* ka, ulong ka_offset,
+                              __global int* xa, ulong xa_offset, __global T_CT* kb, ulong kb_offset,
+                              __global int* xb, ulong xb_offset, long rows, int n, int desc) {
+  const long r = get_global_id(0);
+  if (r >= rows) return;
+  __global T_CT* k0 = ka + ka_offset + r * n;
+  __global int* x0 = xa + xa_offset + r * n;
+  __global T_CT* k1 = kb + kb_offset + r * n;
+  __global int* x1 = xb + xb_offset + r * n;
+  const int flipped = merge_sort_span(in, in_offset, r, n, 0, n, k0, x0, k1, x1, desc);
+  __global const T_CT* ks = flipped ? k1 : k0;
+  __global const int* xs = flipped ? x1 : x0;
   for (int e = 0; e < n; ++e) {
-    STORE_T(values, v_offset + r * n + e, k0[e]);
-    indices[i_offset + r * n + e] = x0[e];
+    STORE_T(values, v_offset + r * n + e, ks[e]);
+    indices[i_offset + r * n + e] = xs[e];
+  }
+}
+
+// The CPU form of few long rows, first pass: each row cut into chunks of `chunk` positions, one work-item
+// merge-sorting each chunk into (ka, xa) at its own place (kb, xb: scratch).
+__kernel void sort_chunks(__global const T_T* in, ulong in_offset, __global T_CT* ka, ulong ka_offset,
+                          __global int* xa, ulong xa_offset, __global T_CT* kb, ulong kb_offset, __global int* xb,
+                          ulong xb_offset, long rows, int n, int chunk, int desc) {
+  const long g = get_global_id(0);
+  const long per_row = (n + chunk - 1) / chunk;
+  if (g >= rows * per_row) return;
+  const long r = g / per_row;
+  const int lo = (int)(g % per_row) * chunk, hi = min(n, lo + chunk);
+  __global T_CT* k0 = ka + ka_offset + r * n;
+  __global int* x0 = xa + xa_offset + r * n;
+  __global T_CT* k1 = kb + kb_offset + r * n;
+  __global int* x1 = xb + xb_offset + r * n;
+  if (merge_sort_span(in, in_offset, r, n, lo, hi, k0, x0, k1, x1, desc)) {
+    for (int e = lo; e < hi; ++e) {
+      k0[e] = k1[e];
+      x0[e] = x1[e];
+    }
+  }
+}
+
+// Then merge passes: the sorted runs of `width` positions of each row of (ks, xs) merged pairwise into (kd, xd).
+// A work-item writes `span` consecutive outputs, all of one pair of runs (width is a multiple of span): a binary
+// search along the merge path finds how many of its first output's predecessors come from the first run, then
+// it merges serially. `before` orders (key, position) pairs strictly, so the merge is the stable order.
+__kernel void merge_pass(__global const T_CT* ks, ulong ks_offset, __global const int* xs, ulong xs_offset,
+                         __global T_CT* kd, ulong kd_offset, __global int* xd, ulong xd_offset, long rows, int n,
+                         int width, int span, int desc) {
+  const long g = get_global_id(0);
+  const long per_row = (n + span - 1) / span;
+  if (g >= rows * per_row) return;
+  const long r = g / per_row;
+  const int o0 = (int)(g % per_row) * span, o1 = min(n, o0 + span);
+  __global const T_CT* k = ks + ks_offset + r * n;
+  __global const int* x = xs + xs_offset + r * n;
+  __global T_CT* ko = kd + kd_offset + r * n;
+  __global int* xo = xd + xd_offset + r * n;
+  const int a0 = o0 / (2 * width) * (2 * width);
+  const int a1 = min(n, a0 + width), b1 = min(n, a1 + width);
+  const int d = o0 - a0;
+  int lo = max(0, d - (b1 - a1)), hi = min(d, a1 - a0);
+  while (lo < hi) {  // the first-run elements among the pair's first d outputs
+    const int mid = (lo + hi) >> 1;
+    const int j = a1 + d - mid - 1;
+    if (before(k[a0 + mid], x[a0 + mid], k[j], x[j], n, desc))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  int a = a0 + lo, b = a1 + d - lo;
+  for (int o = o0; o < o1; ++o) {
+    const int take_b = a >= a1 || (b < b1 && before(k[b], x[b], k[a], x[a], n, desc));
+    const int from = take_b ? b++ : a++;
+    ko[o] = k[from];
+    xo[o] = x[from];
   }
 }
 

@@ -62,6 +62,9 @@ KernelForms choose(const DeviceInfo& d) {
   f.reduce_coalesced = f.gpu();
   f.scan_parallel = f.gpu();
   f.sorted_segment_sums = f.gpu();
+  f.sort_chunk_merges = !f.gpu();
+  f.quickselect_rows = !f.gpu();
+  f.private_bin_counts = !f.gpu();
   f.reduce_group = pow2_group;
   f.reduce_fill_groups = std::max<size_t>(64, 4 * static_cast<size_t>(d.compute_units));
 

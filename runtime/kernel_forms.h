@@ -75,6 +75,20 @@ struct KernelForms {
   // equal indices (deterministic, no atomics, parallel); off (CPU form): where the sums are added without
   // scale_by_freq, a work-item per group of columns walking the indices in order (segment_column_walk).
   bool sorted_segment_sums = false;
+  // Sorts of few long rows (aten/native/sort.cpp): the CPU form cuts each row into chunks, a work-item
+  // merge-sorts each, then merge passes give each work-item a span of the output (found by a binary search
+  // along the merge path) to merge serially; the GPU form keeps the bitonic network (local memory, then global
+  // steps). PoCL ran the network's local steps at about 10 ns a compare-exchange: a sort of 1M floats took 1.1 s.
+  bool sort_chunk_merges = false;
+  // kthvalue, median and nanmedian (aten/native/order_stats.cpp): the CPU form gives a work-item a row and
+  // selects by quickselect (O(n), as CPU's nth_element), where the GPU form sorts the rows (every item busy)
+  // and picks from them. The sort made the median of 1M floats 12x CPU's time on PoCL.
+  bool quickselect_rows = false;
+  // bincount and histc (aten/native/histogram.cpp): the CPU form gives each of a few work-items a long span of
+  // the input and a row of counts of its own (no atomics), the rows summed after; the GPU form has every
+  // work-item add atomically into one row. PoCL's atomic increments took 3 ns an element (bincount of 1M into
+  // 1000 bins: 3.6 ms, CPU 0.8).
+  bool private_bin_counts = false;
 
   // ---- Copies that rearrange: cat, flip/roll/repeat, index_select (aten/native/shape_ops.cpp, indexing.cpp),
   // and strided copies whose source steps by one or zero along the innermost dim (slices, expansions:

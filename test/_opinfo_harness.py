@@ -63,6 +63,10 @@ RANDOM_PROBE_SEEDS = (1, 2, 3, 4, 5)
 # topk takes them in the order its heap leaves them, [1, 6, 4] for the 3s of [1, 3, 3, 2, 3, 0, 3]).
 # Their values are compared as usual; their indices must select those values, each index once.
 TIE_ORDER_FREE = {"topk"}
+# Selections along a dim whose index among equal values CPU leaves to its algorithm (kthvalue's quickselect,
+# mode's std::sort, unstable past 16 elements): their values are compared as usual; their indices must point at
+# elements equal to the values.
+SELECTION_TIE_FREE = {"kthvalue", "mode"}
 
 
 class Skip(Exception):
@@ -252,6 +256,27 @@ def _tie_checked_indices(cpu_s, cpu_out, dev_s, dev_out):
         raise Mismatch("output[1]: the indices do not select the returned values from the input") from None
     if (idx.sort(dim=dim).values.diff(dim=dim) == 0).any():
         raise Mismatch("output[1]: an index appears twice along the dim")
+    return type(dev_out)((values, cpu_out[1].to(indices.device)))
+
+
+def _selection_checked_indices(name, cpu_s, cpu_out, dev_s, dev_out):
+    """For kthvalue and mode (values, indices): raises Mismatch when the device's indices do not point at its
+    values in the input; otherwise returns the device result with CPU's indices in their place."""
+    values, indices = dev_out
+    args = list(cpu_s.args)[1 if name == "kthvalue" else 0:] + [None] * 2
+    dim = cpu_s.kwargs.get("dim", args[0] if args[0] is not None else -1)
+    keepdim = cpu_s.kwargs.get("keepdim", args[1] if args[1] is not None else False)
+    src = dev_s.input.detach().cpu()
+    idx = indices.detach().cpu()
+    if src.dim() == 0:
+        ok = idx.item() == 0
+    else:
+        picked = src.gather(dim, idx if keepdim else idx.unsqueeze(dim))
+        picked = picked if keepdim else picked.squeeze(dim)
+        ok = torch.equal(picked.isnan(), values.detach().cpu().isnan()) and bool(
+            ((picked == values.detach().cpu()) | picked.isnan()).all())
+    if not ok:
+        raise Mismatch("output[1]: the indices do not point at the returned values in the input")
     return type(dev_out)((values, cpu_out[1].to(indices.device)))
 
 
@@ -484,6 +509,8 @@ def _check_op(op, dtype, r: Result, max_samples, noncontig_variant):
             try:
                 if op.name in TIE_ORDER_FREE and values:
                     dev_out = _tie_checked_indices(cpu_s, cpu_out, dev_s, dev_out)
+                if op.name in SELECTION_TIE_FREE and values:
+                    dev_out = _selection_checked_indices(op.name, cpu_s, cpu_out, dev_s, dev_out)
                 compare(cpu_out, dev_out, tol, values)
                 compare(cpu_run.tensors(), dev_s.tensors(), tol, values, what="input after call")
             except Mismatch as e:

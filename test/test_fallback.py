@@ -39,9 +39,9 @@ def same_storage(a, b):
 # --- In-place, out=, TensorList, Tensor?[] ---------------------------------------------
 
 
-# The operators in these tests have no opencl kernel (igamma, kthvalue, mvlgamma, modified_bessel_i0/i1,
-# histc, grid_sampler_3d, modified_bessel_k0): each test asserts the fallback served it, so native kernels cannot hide its paths.
-# (hypot, lgamma, erfcx and cdist served here until they went native.)
+# The operators in these tests have no opencl kernel (igamma, geqrf, mvlgamma, modified_bessel_i0/i1,
+# grid_sampler_3d, modified_bessel_k0): each test asserts the fallback served it, so native kernels cannot hide
+# its paths. (hypot, lgamma, erfcx, cdist, kthvalue and histc served here until they went native.)
 def positive(t):
     return t.abs() + 0.5
 def _served_by_fallback(name):
@@ -83,13 +83,13 @@ def test_out_argument_is_resized():
 
 def test_multiple_out_arguments():
     a = cpu_data(shape=(3, 4))
-    values, indices = torch.empty(0, device=DEV), torch.empty(0, dtype=torch.long, device=DEV)
-    ret = torch.kthvalue(a.to(DEV), 2, 1, out=(values, indices))
-    assert _served_by_fallback("aten::kthvalue.values")
-    assert ret[0] is values and ret[1] is indices
-    ref = torch.kthvalue(a, 2, 1)
-    torch.testing.assert_close(values.cpu(), ref.values)
-    torch.testing.assert_close(indices.cpu(), ref.indices)
+    reflectors, tau = torch.empty(0, device=DEV), torch.empty(0, device=DEV)
+    ret = torch.geqrf(a.to(DEV), out=(reflectors, tau))
+    assert _served_by_fallback("aten::geqrf.a")
+    assert ret[0] is reflectors and ret[1] is tau
+    ref = torch.geqrf(a)
+    torch.testing.assert_close(reflectors.cpu(), ref[0])
+    torch.testing.assert_close(tau.cpu(), ref[1])
 
 
 # The list-taking operators below have no opencl kernel either.
@@ -166,13 +166,13 @@ def test_cpu_index_tensors_are_accepted_for_indexing():
 
 def test_multiple_returns():
     a = cpu_data(shape=(3, 4))
-    before = torch.opencl.fallback_stats().get("aten::kthvalue.values", 0)
-    values, indices = torch.kthvalue(a.to(DEV), 2, dim=1)  # sort is native now; kthvalue still falls back
-    assert torch.opencl.fallback_stats().get("aten::kthvalue.values", 0) == before + 1, "pick an op that falls back"
-    ref = torch.kthvalue(a, 2, dim=1)
-    assert values.device.type == DEV and indices.device.type == DEV
-    torch.testing.assert_close(values.cpu(), ref.values)
-    torch.testing.assert_close(indices.cpu(), ref.indices)
+    before = torch.opencl.fallback_stats().get("aten::geqrf", 0)
+    reflectors, tau = torch.geqrf(a.to(DEV))
+    assert torch.opencl.fallback_stats().get("aten::geqrf", 0) == before + 1, "pick an op that falls back"
+    ref = torch.geqrf(a)
+    assert reflectors.device.type == DEV and tau.device.type == DEV
+    torch.testing.assert_close(reflectors.cpu(), ref[0])
+    torch.testing.assert_close(tau.cpu(), ref[1])
 
 
 # --- Write-back of mutated inputs --------------------------------------------------
@@ -446,10 +446,10 @@ def test_counters():
 def test_counters_name_the_overload():
     torch.opencl.reset_fallback_stats()
     x = torch.ones(3, device=DEV)
-    torch.histc(x)
+    torch.geqrf(torch.eye(3, device=DEV))
     torch.special.modified_bessel_i0(x, out=torch.empty(3, device=DEV))
     stats = torch.opencl.fallback_stats()
-    assert stats == {"aten::histc": 1, "aten::special_modified_bessel_i0.out": 1}, stats
+    assert stats == {"aten::geqrf": 1, "aten::special_modified_bessel_i0.out": 1}, stats
 
 
 def test_error_mode_in_process(restore_mode):

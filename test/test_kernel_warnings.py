@@ -40,6 +40,10 @@ xd.sum(1); xd.double().sum(); xd.argmax(1)                                      
 xd.cumsum(1); (xd * 10).long().cumsum(1)                                                     # scan.cl
 torch.sort(xd, 1); torch.topk((xd * 10).long(), 3)                                           # sort.cl
 torch.nonzero(xd > 0)                                                                        # nonzero.cl
+torch.searchsorted(xd[0].sort().values, xd[1:]); torch.isin(i, i[:2])                       # search.cl
+torch.histc(xd); torch.histc(xd.double()); torch.bincount(i)                                 # histogram.cl
+torch.unique(i, return_counts=True); torch.repeat_interleave(i)                              # unique.cl
+torch.median(xd, 1); torch.kthvalue(xd.double(), 2, 1); torch.mode(i.view(5, 1), 0)          # order_stats.cl
 xd.gather(0, i.view(-1, 1).expand(5, 70)).scatter_add(0, i.view(-1, 1).expand(5, 70), xd[:5])  # scatter_gather.cl
 xd[i]; xd.index_put((i,), xd[:5], accumulate=True); xd.index_select(0, i)                    # indexing.cl, index_bounds.cl
 xd.flip(0); xd.tril()                                                                        # shape_ops.cl

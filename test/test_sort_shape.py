@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings, strategies as st
 
-from _device_helpers import native_only
+from _device_helpers import kernel_class, launched_kernels, native_only
 
 torch_opencl = pytest.importorskip("torch_opencl")
 if not torch.opencl.is_available():
@@ -72,6 +72,22 @@ def test_sort_long_rows_take_the_multi_pass_path(dtype, n):
             rv, _ = torch.topk(x, k)
             torch.testing.assert_close(v.cpu(), rv, equal_nan=True)
             torch.testing.assert_close(torch.gather(x, 1, i.cpu()), rv, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bfloat16])
+def test_sort_few_long_rows_take_the_chunk_merges_in_the_cpu_class(dtype):
+    # CPU class: chunks merge-sorted by a work-item each, then merge passes over spans of 256 outputs (odd chunk
+    # counts, a last run without a partner, rows not a multiple of the span); the GPU class sorts the same rows
+    # with the bitonic network
+    for rows, n in [(1, 17), (1, 257), (3, 1000), (1, 4097), (2, 70001), (5, 3333)]:
+        x = data(rows, n, dtype=dtype, seed=n, ties=True)
+        if dtype.is_floating_point:
+            x[:, ::13] = float("nan")
+        with native_only(), launched_kernels() as names:
+            check_sort(x, 1, descending=False)
+            check_sort(x, 1, descending=True)
+        assert ("sort_chunks" in names) == (kernel_class() == "cpu"), names
+        assert ("merge_pass" in names) == (kernel_class() == "cpu" and n > 256), names
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool])

@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/MetaFunctions.h>
+#include <ATen/native/Resize.h>
 #include <torch/library.h>
 
 #include "aten/native/blas.h"
@@ -179,6 +180,55 @@ INPLACE(baddbmm, structured_baddbmm, batch1, batch2,
         addmm_impl(self, batch1, batch2, beta, alpha, result, true, "aten::baddbmm_"))
 INPLACE(addmv, structured_addmv, mat, vec, addmv_impl(self, mat, vec, beta, alpha, result))
 
+// addbmm: result = beta * self + alpha * sum over b of batch1[b] @ batch2[b], as one GEMM over the batches laid
+// side by side: (n, B*k) @ (B*k, m). CPU adds the products one batch at a time (rounding differs in the last bits).
+at::Tensor& addbmm_into(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
+                        const c10::Scalar& beta, const c10::Scalar& alpha, at::Tensor& result, bool in_place) {
+  // CPU expands self first (so a 2-D batch1 fails there), then checks the batches; in place too, where a self
+  // that broadcasts to the product's shape is resized to it.
+  const at::Tensor b_self = self.expand({batch1.size(1), batch2.size(2)});
+  TORCH_CHECK(batch1.dim() == 3, "batch1 must be a 3D tensor");
+  TORCH_CHECK(batch2.dim() == 3, "batch2 must be a 3D tensor");
+  TORCH_CHECK(batch1.size(0) == batch2.size(0), "batch1 and batch2 must have same number of batches, got ",
+              batch1.size(0), " and ", batch2.size(0));
+  TORCH_CHECK(batch1.size(2) == batch2.size(1), "Incompatible matrix sizes for bmm (", batch1.size(1), "x",
+              batch1.size(2), " and ", batch2.size(1), "x", batch2.size(2), ")");
+  const int64_t n = batch1.size(1), m = batch2.size(2), depth = batch1.size(0) * batch1.size(2);
+  check_device("addbmm", result, {&self, &batch1, &batch2});
+  TORCH_CHECK(batch1.scalar_type() == self.scalar_type() && batch2.scalar_type() == self.scalar_type(),
+              "expected scalar type ", self.scalar_type(), " but found ",
+              batch1.scalar_type() != self.scalar_type() ? batch1.scalar_type() : batch2.scalar_type());
+  if (!blas_supports(self.scalar_type()))
+    throw_dtype_not_native(c10::str("addbmm of ", self.scalar_type(), " (CLBlast computes float32 and float64)"));
+  at::Tensor addend = b_self;
+  if (!in_place) {
+    at::native::resize_output(result, {n, m});
+  } else if (self.sizes() != b_self.sizes()) {
+    addend = b_self.clone();  // self's values, broadcast, before self takes the product's shape
+    result.resize_({n, m});
+  }
+  const at::Tensor a = batch1.permute({1, 0, 2}).reshape({n, depth});
+  const at::Tensor b = batch2.reshape({depth, m});
+  addmm_impl(addend, a, b, beta, alpha, result, false, "aten::addbmm");
+  return result;
+}
+
+at::Tensor& addbmm_out(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
+                       const c10::Scalar& beta, const c10::Scalar& alpha, at::Tensor& out) {
+  return addbmm_into(self, batch1, batch2, beta, alpha, out, /*in_place=*/false);
+}
+
+at::Tensor addbmm(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
+                  const c10::Scalar& beta, const c10::Scalar& alpha) {
+  at::Tensor out = at::empty({0}, self.options());
+  return addbmm_into(self, batch1, batch2, beta, alpha, out, /*in_place=*/false);
+}
+
+at::Tensor& addbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2, const c10::Scalar& beta,
+                    const c10::Scalar& alpha) {
+  return addbmm_into(self, batch1, batch2, beta, alpha, self, /*in_place=*/true);
+}
+
 at::Tensor dot_op(const at::Tensor& self, const at::Tensor& other) {
   check_dot_operands(self, other);
   auto out = at::empty({}, self.options());
@@ -208,6 +258,9 @@ TOCL_LIBRARY_IMPL(m) {
   m.impl("addmv.out", TORCH_FN(addmv_out));
   m.impl("addmv_", TORCH_FN(addmv_));
   m.impl("dot", TORCH_FN(dot_op));
+  m.impl("addbmm", TORCH_FN(addbmm));
+  m.impl("addbmm.out", TORCH_FN(addbmm_out));
+  m.impl("addbmm_", TORCH_FN(addbmm_));
 }
 
 }  // namespace torch_opencl

@@ -1,5 +1,5 @@
-// index_add, index_copy, index_fill_, take and put_: indexing along one dim (or the flattened
-// tensor) expressed as index_put_ over the native advanced-indexing kernels. ATen's structured
+// index_add, index_copy, index_fill_, index_reduce, take and put_: indexing along one dim (or the flattened
+// tensor) expressed as index_put_ over the native advanced-indexing kernels (index_reduce as scatter_reduce). ATen's structured
 // meta functions check arguments and shapes where the operator has them; indices are
 // bounds-checked on the device with CPU's messages (index_add and index_copy refuse negative
 // indices, as CPU does; the others wrap them).
@@ -9,6 +9,7 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/index_add_meta.h>
 #include <ATen/ops/index_copy_meta.h>
+#include <ATen/ops/index_reduce_meta.h>
 #include <torch/library.h>
 
 #include <functional>
@@ -222,9 +223,36 @@ Tensor& put_(Tensor& self, const Tensor& index, const Tensor& source, bool accum
   return self;
 }
 
+// ---- index_reduce: scatter_reduce_ with the index spread over source's shape (source slice n goes to slice
+// index[n]), which reduces (prod, mean, amax, amin, include_self or not) as CPU's index_reduce does ----
+
+void index_reduce_into(const Tensor& out, int64_t dim, const Tensor& index_in, const Tensor& source,
+                       c10::string_view reduce, bool include_self) {
+  if (index_in.numel() == 0) return;
+  const Tensor index = on_device_of(index_in, out);
+  const Tensor target = at_least_1d(out), values = at_least_1d(source);
+  dim = at::maybe_wrap_dim(dim, target.dim());
+  check_bounds(index, 0, target.size(dim), [](int64_t) { TORCH_CHECK_INDEX(false, "index out of range in self"); });
+  std::vector<int64_t> along(values.dim(), 1);
+  along[dim] = -1;
+  target.scatter_reduce_(dim, index.to(at::kLong).reshape(along).expand(values.sizes()), values, reduce,
+                         include_self);
+}
+
+Tensor& index_reduce_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                         c10::string_view reduce, bool include_self, Tensor& out) {
+  StructuredOut<at::meta::structured_index_reduce> op(out, /*in_place=*/out.is_same(self));
+  const auto pre = op.meta(self, dim, index, source, reduce, include_self);
+  op.finish();
+  if (!out.is_same(self)) out.copy_(self);
+  index_reduce_into(out, pre.dim, index, source, reduce, include_self);
+  return out;
+}
+
 }  // namespace
 
 TOCL_LIBRARY_IMPL(m) {
+  m.impl("index_reduce.out", TORCH_FN(index_reduce_out));
   m.impl("index_add", TORCH_FN(index_add));
   m.impl("index_add_", TORCH_FN(index_add_));
   m.impl("index_add.out", TORCH_FN(index_add_out));

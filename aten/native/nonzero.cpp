@@ -12,6 +12,7 @@
 #include "aten/kernel_support/dtype_fallback.h"
 #include "aten/kernel_support/kernel_program.h"
 #include "aten/kernel_support/opencl_tensor.h"
+#include "aten/native/nonzero.h"
 #include "runtime/memcpy.h"
 
 namespace torch_opencl {
@@ -19,7 +20,6 @@ namespace {
 
 using at::Tensor;
 
-constexpr int64_t kChunk = 256;    // elements per work-item
 constexpr int kNonzeroMaxDims = 25;  // NONZERO_MAX_DIMS in kernels_cl/nonzero.cl
 
 struct Shape {
@@ -28,28 +28,6 @@ struct Shape {
 };
 
 cl_long L(int64_t v) { return static_cast<cl_long>(v); }
-
-int64_t chunks_of(int64_t n) { return (n + kChunk - 1) / kChunk; }
-
-// Exclusive offsets (chunks + 1 int64, the last the total) of the nonzero elements of `flags`
-// (contiguous, not empty) per chunk, and the total, read back.
-std::pair<Tensor, int64_t> count_nonzero_chunks(const Tensor& flags) {
-  const int device = device_index(flags);
-  const int stream = current_stream_of(flags);
-  const int64_t n = flags.numel(), chunks = chunks_of(n);
-  auto offsets = at::empty({chunks + 1}, flags.options().dtype(at::kLong));
-  cl_kernel count = dtype_kernel(flags, "nonzero.cl", "count_chunks");
-  tocl::set_args(count, buffer_arg(offsets), buffer_arg(flags), L(n), L(kChunk));
-  tocl::enqueue_1d(device, stream, count, chunks);
-  cl_kernel scan = dtype_kernel(flags, "nonzero.cl", "exclusive_scan");
-  tocl::set_args(scan, buffer_arg(offsets), L(chunks));
-  tocl::enqueue_1d(device, stream, scan, row_group(device), row_group(device));
-  int64_t total = 0;
-  tocl::copy_device_to_host(device, stream, &total,
-                            static_cast<const char*>(offsets.const_data_ptr()) + chunks * sizeof(int64_t),
-                            sizeof(total));
-  return {offsets, total};
-}
 
 void warn_if_byte_mask(const Tensor& mask, const char* op) {
   if (mask.scalar_type() == at::kByte)
@@ -82,8 +60,8 @@ Tensor& nonzero_out(const Tensor& self, Tensor& out) {
   shape.ndim = ndim;
   for (int64_t d = 0; d < ndim; ++d) shape.sizes[d] = x.size(d);
   cl_kernel k = dtype_kernel(x, "nonzero.cl", "nonzero_coords");
-  tocl::set_args(k, buffer_arg(o), buffer_arg(x), buffer_arg(offsets), L(x.numel()), L(kChunk), shape);
-  tocl::enqueue_1d(device_index(x), current_stream_of(x), k, chunks_of(x.numel()));
+  tocl::set_args(k, buffer_arg(o), buffer_arg(x), buffer_arg(offsets), L(x.numel()), L(kCompactionChunk), shape);
+  tocl::enqueue_1d(device_index(x), current_stream_of(x), k, compaction_chunks(x.numel()));
   if (!o.is_same(out)) out.copy_(o);
   return out;
 }
@@ -139,8 +117,8 @@ Tensor& masked_select_out(const Tensor& self, const Tensor& mask, Tensor& out) {
   if (total == 0) return out;
   Tensor o = out.is_contiguous() ? out : at::empty({total}, out.options());
   cl_kernel k = dtype_kernel(x, "nonzero.cl", "masked_select");
-  tocl::set_args(k, buffer_arg(o), buffer_arg(x), buffer_arg(flags), buffer_arg(offsets), L(x.numel()), L(kChunk));
-  tocl::enqueue_1d(device_index(x), current_stream_of(x), k, chunks_of(x.numel()));
+  tocl::set_args(k, buffer_arg(o), buffer_arg(x), buffer_arg(flags), buffer_arg(offsets), L(x.numel()), L(kCompactionChunk));
+  tocl::enqueue_1d(device_index(x), current_stream_of(x), k, compaction_chunks(x.numel()));
   if (!o.is_same(out)) out.copy_(o);
   return out;
 }
@@ -172,13 +150,38 @@ Tensor& masked_scatter_(Tensor& self, const Tensor& mask, const Tensor& source) 
   Tensor target = self.is_contiguous() ? self : self.contiguous();
   cl_kernel k = dtype_kernel(target, "nonzero.cl", "masked_scatter");
   tocl::set_args(k, buffer_arg(target), buffer_arg(src), buffer_arg(flags), buffer_arg(offsets), L(target.numel()),
-                 L(kChunk));
-  tocl::enqueue_1d(device_index(target), current_stream_of(target), k, chunks_of(target.numel()));
+                 L(kCompactionChunk));
+  tocl::enqueue_1d(device_index(target), current_stream_of(target), k, compaction_chunks(target.numel()));
   if (!target.is_same(self)) self.copy_(target);
   return self;
 }
 
 }  // namespace
+
+int64_t compaction_chunks(int64_t n) { return (n + kCompactionChunk - 1) / kCompactionChunk; }
+
+int64_t scan_chunk_counts(const Tensor& offsets, const Tensor& like) {
+  const int device = device_index(offsets);
+  const int stream = current_stream_of(offsets);
+  const int64_t chunks = offsets.numel() - 1;
+  cl_kernel scan = dtype_kernel(like, "nonzero.cl", "exclusive_scan");
+  tocl::set_args(scan, buffer_arg(offsets), L(chunks));
+  tocl::enqueue_1d(device, stream, scan, row_group(device), row_group(device));
+  int64_t total = 0;
+  tocl::copy_device_to_host(device, stream, &total,
+                            static_cast<const char*>(offsets.const_data_ptr()) + chunks * sizeof(int64_t),
+                            sizeof(total));
+  return total;
+}
+
+std::pair<Tensor, int64_t> count_nonzero_chunks(const Tensor& flags) {
+  const int64_t n = flags.numel(), chunks = compaction_chunks(n);
+  auto offsets = at::empty({chunks + 1}, flags.options().dtype(at::kLong));
+  cl_kernel count = dtype_kernel(flags, "nonzero.cl", "count_chunks");
+  tocl::set_args(count, buffer_arg(offsets), buffer_arg(flags), L(n), L(kCompactionChunk));
+  tocl::enqueue_1d(device_index(flags), current_stream_of(flags), count, chunks);
+  return {offsets, scan_chunk_counts(offsets, flags)};
+}
 
 TOCL_LIBRARY_IMPL(m) {
   m.impl("nonzero", TORCH_FN(nonzero));

@@ -27,6 +27,53 @@ at::Tensor& abs_out(const at::Tensor& self, at::Tensor& out) {
   return out;
 }
 
+// ---- angle of real tensors (complex ones go to the CPU fallback) and frexp, as CPU's UnaryOps.cpp: angle is 0, or
+// pi below zero, NaN kept, in the default float dtype for integers; frexp's mantissa keeps self's dtype and its
+// exponent is int32.
+
+void run_angle(at::TensorIteratorBase& iter) {
+  run_pointwise(iter, {"angle", "isnan(a) ? a : (a < (C_T)0 ? (C_T)M_PI : (C_T)0)", nullptr});
+}
+
+at::Tensor& angle_out(const at::Tensor& self, at::Tensor& out) {
+  if (self.is_complex()) throw_dtype_not_native("angle of a complex tensor");
+  auto iter = at::TensorIterator::unary_float_op(out, self);
+  run_angle(iter);
+  return out;
+}
+
+at::Tensor angle(const at::Tensor& self) {
+  if (self.is_complex()) throw_dtype_not_native("angle of a complex tensor");
+  at::Tensor out;
+  auto iter = at::TensorIterator::unary_float_op(out, self);
+  run_angle(iter);
+  return iter.output();
+}
+
+std::tuple<at::Tensor&, at::Tensor&> frexp_out(const at::Tensor& self, at::Tensor& mantissa, at::Tensor& exponent) {
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "torch.frexp() only supports floating-point dtypes");
+  TORCH_CHECK(mantissa.dtype() == self.dtype(), "torch.frexp() expects mantissa to have dtype ", self.dtype(),
+              " but got ", mantissa.dtype());
+  TORCH_CHECK(exponent.dtype() == at::kInt, "torch.frexp() expects exponent to have int dtype but got ",
+              exponent.dtype());
+  // CPU's two-output iterator resizes both outputs and checks their overlap; the engine writes one output a launch.
+  at::TensorIteratorConfig()
+      .add_output(mantissa)
+      .add_output(exponent)
+      .add_const_input(self)
+      .check_all_same_dtype(false)
+      .set_check_mem_overlap(true)
+      .build();
+  auto launch = [&](at::Tensor& out, const PointwiseExpr& expr) {
+    auto iter = at::TensorIteratorConfig().add_output(out).add_const_input(self).check_all_same_dtype(false).build();
+    run_pointwise(iter, expr, {}, compute_dtype(self.scalar_type()));
+  };
+  // The exponent first: the mantissa may be self (frexp(x, out=(x, e))).
+  launch(exponent, {"frexp_exponent", "frexp_exponent_of(a)", nullptr});
+  launch(mantissa, {"frexp_mantissa", "frexp_mantissa_of(a)", nullptr});
+  return {mantissa, exponent};
+}
+
 // ---- where and masked_fill
 
 c10::Device operand_device(std::initializer_list<const at::Tensor*> ts) {
@@ -453,6 +500,9 @@ std::tuple<at::Tensor, at::Tensor> prelu_kernel_backward(const at::Tensor& grad_
 
 TOCL_LIBRARY_IMPL(m) {
   m.impl("abs.out", TORCH_FN(abs_out));
+  m.impl("angle", TORCH_FN(angle));
+  m.impl("angle.out", TORCH_FN(angle_out));
+  m.impl("frexp.Tensor_out", TORCH_FN(frexp_out));
   m.impl("where.self", TORCH_FN(where));
   m.impl("where.self_out", TORCH_FN(where_out));
   m.impl("masked_fill_.Scalar", TORCH_FN(masked_fill_scalar_));

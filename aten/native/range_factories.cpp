@@ -1,4 +1,4 @@
-// arange, linspace and logspace on the device: pointwise kernels over the element's
+// arange, linspace, logspace and eye on the device: pointwise kernels over the element's
 // index, with CPU's formulas and types (RangeFactories.cpp, cpu/RangeFactoriesKernel.cpp):
 // arange in the accumulate type; linspace in the output type (double for integers), the
 // first half counted up from start and the second down from end; logspace as pow(base, the
@@ -9,6 +9,7 @@
 #include <ATen/native/RangeUtils.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 
@@ -109,9 +110,30 @@ at::Tensor& logspace_out(const c10::Scalar& start, const c10::Scalar& end, int64
   return out;
 }
 
+// eye as CPU's eye_out_cpu: out resized to (n, m) (resize_, no warning), ones on the diagonal. One kernel over
+// the element's index: in a contiguous (n, m), element lin is on the diagonal where lin = i * (m + 1) for a row i
+// below min(n, m).
+at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out) {
+  TORCH_CHECK(n >= 0, "n must be greater or equal to 0, got ", n);
+  TORCH_CHECK(m >= 0, "m must be greater or equal to 0, got ", m);
+  out.resize_({n, m});
+  if (out.numel() == 0) return out;
+  auto r = out.is_contiguous() ? out : at::empty({n, m}, out.options());
+  auto iter = at::TensorIterator::nullary_op(r);
+  const int64_t step = m + 1;
+  run_pointwise(iter, {"eye", "(lin % s0 == 0 && lin < s1) ? 1 : 0", "(lin % s0 == 0 && lin < s1) ? 1 : 0"},
+                {step, std::min(n, m) * step}, at::kLong);
+  if (!r.is_same(out)) out.copy_(r);
+  return out;
+}
+
+at::Tensor& eye_out(int64_t n, at::Tensor& out) { return eye_m_out(n, n, out); }
+
 }  // namespace
 
 TOCL_LIBRARY_IMPL(m) {
+  m.impl("eye.out", TORCH_FN(eye_out));
+  m.impl("eye.m_out", TORCH_FN(eye_m_out));
   m.impl("arange.start_out", TORCH_FN(arange_out));
   m.impl("linspace.out", TORCH_FN(linspace_out));
   m.impl("logspace.out", TORCH_FN(logspace_out));

@@ -1,7 +1,8 @@
 // sort (values and indices, stable or not: the kernels always give the stable order), and topk
 // as a sort narrowed to its first k (or one pass per row for small k). Paths by shape: insertion
-// sort per work-item for rows of <= 16; a merge sort per work-item when there are many rows; else
-// a bitonic network per row in local memory, multi-pass over global memory for long rows. The
+// sort per work-item for rows of <= 16; a merge sort per work-item when there are many rows; else, in the
+// CPU form, merge sorts of chunks of the rows and merge passes over them; in the GPU form a bitonic network
+// per row in local memory, multi-pass over global memory for long rows. The
 // sorted dim is moved last and made contiguous; the rows are sorted by kernels_cl/sort.cl (one
 // program per dtype) and the results copied back into the outputs' layout. argsort and the sort.values out= form reach these through ATen's composites.
 #include <ATen/ATen.h>
@@ -12,13 +13,16 @@
 
 #include <algorithm>
 #include <climits>
+#include <utility>
 
 #include "aten/kernel_support/cl_types.h"
 #include "aten/kernel_support/dtype_fallback.h"
 #include "aten/kernel_support/kernel_program.h"
 #include "aten/kernel_support/opencl_tensor.h"
 #include "aten/kernel_support/structured.h"
+#include "aten/native/sort.h"
 #include "runtime/device.h"
+#include "runtime/kernel_forms.h"
 
 namespace torch_opencl {
 namespace {
@@ -28,6 +32,7 @@ using at::Tensor;
 constexpr int64_t kSmallRow = 16;         // SMALL in kernels_cl/sort.cl
 constexpr int64_t kMergeRowsPerUnit = 8;  // rows per compute unit from which each work-item sorts a row
 constexpr int64_t kMaxLocalRow = 4096;    // the longest padded row sorted in one work-group
+constexpr int64_t kMergeSpan = 256;       // outputs per work-item of a merge pass (the CPU form of few long rows)
 // Work-groups are always row_group(device) items (fewer where the kernel allows less), whatever the row
 // length: PoCL compiles a kernel again for every new work-group size.
 
@@ -56,7 +61,8 @@ void set_local_arrays(cl_kernel k, cl_uint index, int64_t count, size_t key_size
   TOCL_CHECK(clSetKernelArg(k, index + 1, static_cast<size_t>(count) * sizeof(cl_int), nullptr));
 }
 
-// Sorts the rows of `in` (contiguous rows x n) into contiguous `values` and int64 `indices`.
+}  // namespace
+
 void sort_rows(const Tensor& in, int64_t rows, int64_t n, bool desc, const Tensor& values, const Tensor& indices) {
   const int device = device_index(in);
   const int stream = current_stream_of(in);
@@ -83,6 +89,33 @@ void sort_rows(const Tensor& in, int64_t rows, int64_t n, bool desc, const Tenso
     tocl::set_args(k, buffer_arg(values), buffer_arg(indices), buffer_arg(in), buffer_arg(ka), buffer_arg(xa),
                    buffer_arg(kb), buffer_arg(xb), static_cast<cl_long>(rows), N, D);
     tocl::enqueue_1d(device, stream, k, rows);
+    return;
+  }
+  if (tocl::kernel_forms(device).sort_chunk_merges) {
+    // Chunks of a multiple of kMergeSpan, enough of them for 8 work-items per compute unit; merge passes over
+    // spans of kMergeSpan outputs (sort.cl's sort_chunks and merge_pass).
+    const int64_t target = kMergeRowsPerUnit * static_cast<int64_t>(info.compute_units);
+    const int64_t per_row = std::max<int64_t>(1, (target + rows - 1) / rows);
+    const int64_t chunk = std::max<int64_t>(kMergeSpan, ((n + per_row - 1) / per_row + kMergeSpan - 1) / kMergeSpan *
+                                                            kMergeSpan);
+    Tensor ka = at::empty({rows * n}, in.options().dtype(key_type)), kb = at::empty_like(ka);
+    Tensor xa = at::empty({rows * n}, in.options().dtype(at::kInt)), xb = at::empty_like(xa);
+    cl_kernel sort_chunks = dtype_kernel(in, "sort.cl", "sort_chunks");
+    tocl::set_args(sort_chunks, buffer_arg(in), buffer_arg(ka), buffer_arg(xa), buffer_arg(kb), buffer_arg(xb),
+                   static_cast<cl_long>(rows), N, static_cast<cl_int>(chunk), D);
+    tocl::enqueue_1d(device, stream, sort_chunks, rows * ((n + chunk - 1) / chunk));
+    cl_kernel pass = dtype_kernel(in, "sort.cl", "merge_pass");
+    for (int64_t width = chunk; width < n; width *= 2) {
+      tocl::set_args(pass, buffer_arg(ka), buffer_arg(xa), buffer_arg(kb), buffer_arg(xb), static_cast<cl_long>(rows),
+                     N, static_cast<cl_int>(width), static_cast<cl_int>(kMergeSpan), D);
+      tocl::enqueue_1d(device, stream, pass, rows * ((n + kMergeSpan - 1) / kMergeSpan));
+      std::swap(ka, kb);
+      std::swap(xa, xb);
+    }
+    cl_kernel write = dtype_kernel(in, "sort.cl", "sort_write");
+    tocl::set_args(write, buffer_arg(values), buffer_arg(indices), buffer_arg(ka), buffer_arg(xa),
+                   static_cast<cl_long>(rows * n), N, N);
+    tocl::enqueue_1d(device, stream, write, rows * n);
     return;
   }
   // The longest power-of-two block whose keys and positions fit in local memory (with room to spare).
@@ -129,6 +162,8 @@ void sort_rows(const Tensor& in, int64_t rows, int64_t n, bool desc, const Tenso
                  static_cast<cl_long>(rows * n), N, Pi);
   tocl::enqueue_1d(device, stream, write, rows * n);
 }
+
+namespace {
 
 // Checks shared by sort and topk; true when nothing is left to do: no elements (`empty`), or a 0-d
 // self (its value, index 0).
