@@ -46,6 +46,13 @@ def test_ctc_loss_matches_cpu(dtype):
         for reduction in ("none", "sum", "mean"):
             for zero_infinity in (False, True):
                 compare(log_probs, targets, il, tl, dtype, reduction=reduction, zero_infinity=zero_infinity)
+    # int32 concatenated targets as a strided view on the device, given to aten::_ctc_loss itself (F.ctc_loss
+    # hands it int64 contiguous ones): the kernels read an int64 copy, whose own offsets they must take.
+    strided = torch.stack([concatenated, concatenated], 1).int().to(DEV)[:, 0]
+    with native_only():
+        got = torch.ops.aten._ctc_loss(log_probs.to(DEV), strided, il, tl)[0]
+    want = torch.ops.aten._ctc_loss(log_probs, concatenated, il, tl)[0]
+    torch.testing.assert_close(got.cpu(), want, equal_nan=True, **TOL[dtype])
     # Blank elsewhere than 0, lengths as tensors, a non-contiguous log_probs (batch first, transposed).
     blank_last = torch.randint(0, C - 1, (B, 5), generator=g)
     compare(log_probs, blank_last, torch.tensor(il), torch.tensor(tl), dtype, blank=C - 1, reduction="none",

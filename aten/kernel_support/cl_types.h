@@ -21,6 +21,9 @@ const char* storage_type(c10::ScalarType type);
 // The type math is done in: float for half and bfloat16, the storage type otherwise.
 c10::ScalarType compute_dtype(c10::ScalarType type);
 
+// float16 and bfloat16: stored as such, computed in float (compute_dtype).
+inline bool computed_in_float(c10::ScalarType type) { return compute_dtype(type) != type; }
+
 // Defines PREFIX_T (storage type), PREFIX_CT (compute type), LOAD_PREFIX(p, i) (to the compute type) and
 // STORE_PREFIX(p, i, v) (converting v to the storage type) for one operand.
 std::string operand_defines(const std::string& prefix, c10::ScalarType type);

@@ -42,10 +42,9 @@ namespace {
 
 constexpr int64_t kMaxHeadDim = 128;
 
-// float16 and bfloat16 calls (autocast's) run the float32 kernels on float32 copies and round the results
-// once, as CPU's flash attention computes them: far less traffic than the math path's stored scores.
-bool in_float32(at::ScalarType type) { return type == at::kHalf || type == at::kBFloat16; }
-
+// float16 and bfloat16 calls (autocast's, computed_in_float) run the float32 kernels on float32 copies and
+// round the results once, as CPU's flash attention computes them: far less traffic than the math path's
+// stored scores.
 at::Tensor as_float(const at::Tensor& t) { return t.defined() ? t.to(at::kFloat) : t; }
 
 // Why the fused kernels cannot take this call ("" when they can).
@@ -61,7 +60,7 @@ std::string unsupported(const at::Tensor& q, const at::Tensor& k, const at::Tens
   }
   if (!q.device().is_privateuseone()) return "q must be an opencl tensor";
   const auto type = q.scalar_type();
-  if (type != at::kFloat && type != at::kDouble && !in_float32(type))
+  if (type != at::kFloat && type != at::kDouble && !computed_in_float(type))
     return "the dtype must be float32, float64, float16 or bfloat16";
   if (!device_supports(type, q.device().index())) return "the device has no float64 (cl_khr_fp64)";
   if (k.size(0) != q.size(0) || v.size(0) != q.size(0)) return "q, k and v must have the same batch size";
@@ -291,7 +290,7 @@ ForwardResult fused_attention(const at::Tensor& q, const at::Tensor& k, const at
                               bool return_debug_mask, std::optional<double> scale) {
   constexpr const char* op = "_scaled_dot_product_fused_attention_overrideable";
   check_supported(q, k, v, attn_bias, dropout_p, is_causal, op);
-  if (in_float32(q.scalar_type())) {
+  if (computed_in_float(q.scalar_type())) {
     const std::optional<at::Tensor> bias32 = attn_bias ? std::optional<at::Tensor>(as_float(*attn_bias)) : std::nullopt;
     auto r = fused_attention(as_float(q), as_float(k), as_float(v), bias32, dropout_p, is_causal, return_debug_mask,
                              scale);
@@ -331,7 +330,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   check_supported(q, k, v, bias, dropout_p, is_causal, op);
   TORCH_CHECK(!grad_input_mask[3], op, " on opencl: no gradient for attn_bias (scaled_dot_product_attention runs a "
               "mask that requires grad on the math backend)");
-  if (in_float32(q.scalar_type())) {
+  if (computed_in_float(q.scalar_type())) {
     const auto type = q.scalar_type();
     auto [gq, gk, gv, gb] = fused_attention_backward(
         as_float(grad_out), as_float(q), as_float(k), as_float(v), as_float(attn_bias), grad_input_mask,

@@ -173,8 +173,6 @@ void run_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, dou
   if (!target.is_same(c)) c.copy_(target);
 }
 
-bool through_float(c10::ScalarType type) { return type == at::kHalf || type == at::kBFloat16; }
-
 at::Tensor as_float(const at::Tensor& t) { return t.defined() ? t.to(at::kFloat) : t; }
 
 // The addend a float16/bfloat16 product's float32 form adds: c's own values when it adds c.
@@ -204,7 +202,7 @@ void gemm_any(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, dou
     return scale(c, beta);
   }
   tocl::ensure_gemm_tuning(device_index(c));  // before any GEMM, so the tuning source reads alike either way
-  if (through_float(c.scalar_type())) {
+  if (computed_in_float(c.scalar_type())) {
     // CPU multiplies and adds float16 and bfloat16 in float32 and rounds each result once: so does our
     // GPU-class kernel, loading and storing them itself; elsewhere this goes through float32 copies
     // (transposed operands stay transposed; a broadcast addend stays broadcast).
@@ -230,7 +228,7 @@ at::Tensor vector_of(const at::Tensor& v, size_t* inc) {
 
 }  // namespace
 
-bool blas_supports(c10::ScalarType type) { return type == at::kFloat || type == at::kDouble || through_float(type); }
+bool blas_supports(c10::ScalarType type) { return type == at::kFloat || type == at::kDouble || computed_in_float(type); }
 
 void gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta,
           const at::Tensor& addend) {
@@ -248,7 +246,7 @@ void gemv(const at::Tensor& a, const at::Tensor& x, const at::Tensor& y, double 
           const at::Tensor& addend) {
   check_operands("mv", {&a, &x, &y});
   if (addend.defined()) check_operands("mv", {&y, &addend});
-  if (through_float(y.scalar_type())) {  // as gemm_any's
+  if (computed_in_float(y.scalar_type())) {  // as gemm_any's
     const at::Tensor y32 = at::empty(y.sizes(), y.options().dtype(at::kFloat));
     gemv(as_float(a), as_float(x), y32, alpha, beta, float_addend(y, beta, addend));
     y.copy_(y32);
@@ -295,7 +293,7 @@ void gemv(const at::Tensor& a, const at::Tensor& x, const at::Tensor& y, double 
 
 void dot(const at::Tensor& x, const at::Tensor& y, const at::Tensor& out) {
   check_operands("dot", {&x, &y, &out});
-  if (through_float(out.scalar_type())) {  // CPU's half and bfloat16 dot multiplies and adds in float
+  if (computed_in_float(out.scalar_type())) {  // CPU's half and bfloat16 dot multiplies and adds in float
     const at::Tensor out32 = at::empty({}, out.options().dtype(at::kFloat));
     dot(as_float(x), as_float(y), out32);
     out.copy_(out32);

@@ -454,7 +454,7 @@ bool native_3d(const at::Tensor& input, const at::Tensor& weight) {
 // computes them; operands of mixed dtypes keep CPU's error (on the CPU path).
 bool through_float(std::initializer_list<const at::Tensor*> operands) {
   const auto type = (*operands.begin())->scalar_type();
-  if (type != at::kHalf && type != at::kBFloat16) return false;
+  if (!computed_in_float(type)) return false;
   for (const at::Tensor* t : operands)
     if (t->defined() && t->scalar_type() != type) return false;
   return true;

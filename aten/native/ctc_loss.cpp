@@ -64,6 +64,9 @@ CtcCall prepare(const at::Tensor& log_probs, const at::Tensor& targets, at::IntA
   TORCH_CHECK(blank < call.C && blank >= 0, "blank must be in label range");
   TORCH_CHECK(static_cast<int64_t>(input_lengths.size()) == call.B, "input_lengths must be of size batch_size");
   TORCH_CHECK(static_cast<int64_t>(target_lengths.size()) == call.B, "target_lengths must be of size batch_size");
+  // Offsets and strides are those of what the kernels read: int64 targets (CPU takes any dtype).
+  call.targets = targets.scalar_type() == at::kLong ? targets : targets.to(at::kLong);
+  const at::Tensor& tg = call.targets;
   int64_t max_target = 0;
   std::vector<int64_t> first(call.B);
   const bool concatenated = targets.dim() == 1;
@@ -76,29 +79,23 @@ CtcCall prepare(const at::Tensor& log_probs, const at::Tensor& targets, at::IntA
     TORCH_CHECK(input_lengths[b] <= call.T, "Expected input_lengths to have value at most ", call.T,
                 ", but got value ", input_lengths[b], " (while checking arguments for ", c, ")");
     max_target = std::max(max_target, target_lengths[b]);
-    first[b] = concatenated ? position * targets.stride(0) : b * targets.stride(0);
+    first[b] = concatenated ? position * tg.stride(0) : b * tg.stride(0);
     position += target_lengths[b];
   }
   if (concatenated) {
     TORCH_CHECK(targets.size(0) == position, "Expected tensor to have size ", position,
                 " at dimension 0, but got size ", targets.size(0), " for argument #2 'targets' (while checking "
                 "arguments for ", c, ")");
-    call.tg_stride = targets.stride(0);
+    call.tg_stride = tg.stride(0);
   } else {
     TORCH_CHECK(targets.size(0) == call.B, "Expected tensor to have size ", call.B, " at dimension 0, but got size ",
                 targets.size(0), " for argument #2 'targets' (while checking arguments for ", c, ")");
     TORCH_CHECK(targets.size(1) >= max_target, "Expected tensor to have size at least ", max_target,
                 " at dimension 1, but got size ", targets.size(1), " for argument #2 'targets' (while checking "
                 "arguments for ", c, ")");
-    call.tg_stride = targets.stride(1);
+    call.tg_stride = tg.stride(1);
   }
   call.S = 2 * max_target + 1;
-  call.targets = targets.scalar_type() == at::kLong ? targets : targets.to(at::kLong);  // CPU takes any dtype
-  if (!call.targets.is_same(targets)) {  // a copy has its own strides
-    call.tg_stride = concatenated ? call.targets.stride(0) : call.targets.stride(1);
-    for (int64_t b = 0; b < call.B; ++b)
-      if (!concatenated) first[b] = b * call.targets.stride(0);
-  }
   call.tg_batch = long_tensor(first, log_probs);
   call.in_len = long_tensor(input_lengths, log_probs);
   call.tg_len = long_tensor(target_lengths, log_probs);
@@ -107,7 +104,7 @@ CtcCall prepare(const at::Tensor& log_probs, const at::Tensor& targets, at::IntA
 
 // The labels the loss reads (each batch element's first target_length) must be classes: the kernels clamp
 // them, so a bad one raises here (CPU reads out of bounds).
-void check_labels(const CtcCall& call, const at::Tensor& targets_in) {
+void check_labels(const CtcCall& call) {
   if (call.S == 1) return;
   const at::Tensor& t = call.targets;
   at::Tensor used;
@@ -117,7 +114,6 @@ void check_labels(const CtcCall& call, const at::Tensor& targets_in) {
     const auto positions = at::arange(t.size(1), t.options()).unsqueeze(0);
     used = at::where(positions < call.tg_len.unsqueeze(1), t, at::zeros({}, t.options()));
   }
-  (void)targets_in;
   if (index_checks_deferred(used)) {
     static const int site = tocl::error_site("ctc_loss", [](int64_t v, int64_t classes) {
       return "ctc_loss: target label " + std::to_string(v) + " is not a class index in [0, " +
@@ -144,7 +140,7 @@ std::tuple<at::Tensor, at::Tensor> ctc_loss(const at::Tensor& log_probs, const a
   auto nll = at::empty({call.B}, log_probs.options());
   auto log_alpha = at::full({call.B, call.T, call.S}, -std::numeric_limits<double>::infinity(), log_probs.options());
   if (call.B == 0) return {nll, log_alpha};
-  check_labels(call, targets);
+  check_labels(call);
   const auto lp_stride = [&](int64_t d) -> cl_long { return log_probs.stride(d); };
   cl_kernel k = tocl::get_kernel(ctc_program(device, log_probs.scalar_type()), "ctc_alpha");
   tocl::set_args(k, buffer_arg(log_probs), lp_stride(0), lp_stride(1), lp_stride(2), buffer_arg(call.targets),

@@ -62,10 +62,8 @@ Tensor vdot(const Tensor& self, const Tensor& other) {
   check_dtype(self, "dot");
   const c10::DeviceGuard guard(self.device());
   const auto type = self.scalar_type();
-  if (blas_supports(type)) return at::dot(self, other);
-  // CPU's half and bfloat16 dot multiplies and adds in float: so does CLBlast's float dot here.
-  if (type == at::kHalf || type == at::kBFloat16) return at::dot(self.to(at::kFloat), other.to(at::kFloat)).to(type);
-  // Integers wrap as CPU's (products and sums in the dtype: the same bits modulo its width).
+  // dot computes every real dtype but bool (half and bfloat16 in float, integers wrapping as CPU's).
+  if (type != at::kBool) return at::dot(self, other);
   return at::mul(self, other).sum(type);
 }
 
