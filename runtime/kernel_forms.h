@@ -43,11 +43,18 @@ struct KernelForms {
     int rm = 1, rn = 1, bk = 16;
   };
   bool tiled_gemm = false;
-  // Defaults from `python -m torch_opencl.tune` on an H100 (NVIDIA OpenCL 3.0): K stages of 8 ran the
-  // large tile 1.44x faster than 16 (register pressure), the small one did not care.
-  GemmTile gemm_large{2, 2, 8};
+  // Defaults measured on an H100 (NVIDIA OpenCL 3.0): once the operand layout was compiled in (115-125
+  // registers instead of 254), K stages of 16 ran the large tile 4-6% faster than 8 on the GPT's products
+  // (8192x1152x384: 281 against 295 us); with the layout a runtime branch, 8 had been 1.44x faster.
+  GemmTile gemm_large{2, 2, 16};
   GemmTile gemm_small{1, 1, 16};
   size_t compute_units = 1;  // work-groups in flight per wave, for the plans
+  // Tensor cores through inline PTX (kernels_cl/gemm_mma.cl, aten/native/gemm_mma.cpp): mma.sync on NVIDIA
+  // devices of compute capability 8.0 and up, for float16/bfloat16 products (the same float products and
+  // float sums as the tiled kernel, 1.5-3x faster) and float32 ones where torch's float32 matmul precision
+  // is not "highest" (TF32, as CUDA). TORCH_OPENCL_TENSOR_CORES=0|1 overrides; where the driver cannot
+  // build the kernel, the products go on without it (one warning).
+  bool tensor_core_gemm = false;
 
   // Convolution's GEMMs with the batch folded into their columns, (O, K) @ (K, N * OH * OW), fed by
   // per-element layout kernels (aten/native/convolution.cpp); the CPU form keeps the patches as rows,

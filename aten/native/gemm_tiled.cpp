@@ -30,11 +30,17 @@ std::mutex g_override_mutex;
 std::optional<TiledGemmPlan> g_override;
 std::atomic<bool> g_enabled{true};
 
-cl_program program_for(int device, c10::ScalarType type, const TiledGemmPlan& p) {
+// Operand layouts are compiled in (gemm_tiled.cl): whether A's loads walk k, B's walk n, and both read 4-vectors.
+struct Layout {
+  bool a_k_inner, b_n_inner, vec_rows;
+};
+
+cl_program program_for(int device, c10::ScalarType type, const TiledGemmPlan& p, const Layout& l) {
   static std::mutex mutex;
-  static std::map<std::tuple<int, c10::ScalarType, int, int, int>, cl_program> programs;
+  static std::map<std::tuple<int, c10::ScalarType, int, int, int, int>, cl_program> programs;
   std::lock_guard<std::mutex> lock(mutex);
-  auto& program = programs[{device, type, p.rm, p.rn, p.bk}];
+  const int layout = l.a_k_inner * 4 + l.b_n_inner * 2 + l.vec_rows;
+  auto& program = programs[{device, type, p.rm, p.rn, p.bk, layout}];
   if (!program) {
     // float16/bfloat16 are stored as such and computed in float (loads and stores convert).
     const bool reduced = compute_dtype(type) != type;
@@ -42,7 +48,9 @@ cl_program program_for(int device, c10::ScalarType type, const TiledGemmPlan& p)
                                storage_type(type) + "\n#define ACC " + storage_type(compute_dtype(type)) +
                                "\n#define VEC_LOADS " + (reduced ? "0" : "1") + "\n#define RM " +
                                std::to_string(p.rm) + "\n#define RN " + std::to_string(p.rn) + "\n#define BK " +
-                               std::to_string(p.bk) + "\n" + tocl::embedded_sources().at("gemm_tiled.cl");
+                               std::to_string(p.bk) + "\n#define A_K_INNER " + (l.a_k_inner ? "1" : "0") +
+                               "\n#define B_N_INNER " + (l.b_n_inner ? "1" : "0") + "\n#define VEC_ROWS " +
+                               (l.vec_rows ? "1" : "0") + "\n" + tocl::embedded_sources().at("gemm_tiled.cl");
     program = tocl::get_program(device, source);
   }
   return program;
@@ -139,7 +147,6 @@ bool tiled_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, d
   };
   const bool dbl = c.scalar_type() == at::kDouble;
   const AccArg al(alpha, dbl), be(beta, dbl);
-  const cl_program program = program_for(device, c.scalar_type(), plan);
   const int stream = current_stream_of(c);
 
   // Split K writes each part's product into a workspace of the compute type (batch * splits contiguous
@@ -164,6 +171,7 @@ bool tiled_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, d
   const bool vec4 = compute_dtype(c.scalar_type()) == c.scalar_type() && a_rows && b_rows &&
                     four(static_cast<int64_t>(a_arg.offset)) &&
                     four(static_cast<int64_t>(b_arg.offset)) && four(a_bs) && four(b_bs);
+  const cl_program program = program_for(device, c.scalar_type(), plan, Layout{a_sk == 1, b_n_inner, vec4});
   cl_kernel kernel = tocl::get_kernel(program, "gemm_tiled");
   const int64_t z_total = batch * used_splits;
   for (int64_t z0 = 0; z0 < z_total; z0 += kMaxGridYZ) {
@@ -171,7 +179,7 @@ bool tiled_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, d
     tocl::set_args(kernel, a_arg, b_arg, c_arg, s_arg, buffer_arg(partial), static_cast<cl_int>(m),
                    static_cast<cl_int>(n), static_cast<cl_int>(k), a_si, a_sk, b_sk, b_sj, c_si, c_sj, s_si, s_sj, a_bs, b_bs, c_bs, s_bs,
                    static_cast<cl_int>(used_splits), static_cast<cl_int>(k_chunk), al.arg, be.arg,
-                   static_cast<cl_ulong>(z0), static_cast<cl_int>(vec4));
+                   static_cast<cl_ulong>(z0));
     const size_t global[3] = {static_cast<size_t>(tiles_m * kGroupSide), static_cast<size_t>(tiles_n * kGroupSide),
                               static_cast<size_t>(zs)};
     const size_t local[3] = {kGroupSide, kGroupSide, 1};
