@@ -86,8 +86,12 @@ DeviceInfo query_device(const PlatformInfo& p, cl_device_id id, int index) {
   d.local_mem_dedicated = device_value<cl_device_local_mem_type>(id, CL_DEVICE_LOCAL_MEM_TYPE) == CL_LOCAL;
   // Both queries are vendor extensions; other drivers leave the width unknown (0).
   constexpr cl_device_info kWarpSizeNV = 0x4003, kWavefrontWidthAMD = 0x4043;
-  if (d.has_extension("cl_nv_device_attribute_query"))
+  constexpr cl_device_info kComputeCapabilityMajorNV = 0x4000, kComputeCapabilityMinorNV = 0x4001;
+  if (d.has_extension("cl_nv_device_attribute_query")) {
     d.simd_width = device_value<cl_uint>(id, kWarpSizeNV);
+    d.nv_compute_capability = device_value<cl_uint>(id, kComputeCapabilityMajorNV) * 10 +
+                              device_value<cl_uint>(id, kComputeCapabilityMinorNV);
+  }
   else if (d.has_extension("cl_amd_device_attribute_query"))
     d.simd_width = device_value<cl_uint>(id, kWavefrontWidthAMD);
   d.fp64 = d.has_extension("cl_khr_fp64") ||

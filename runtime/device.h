@@ -35,6 +35,9 @@ struct DeviceInfo {
   // The width the hardware runs work-items in lockstep (NVIDIA's warp, AMD's wavefront), where the
   // driver tells it (cl_nv_device_attribute_query, cl_amd_device_attribute_query); 0 when unknown.
   uint32_t simd_width = 0;
+  // NVIDIA's compute capability as major * 10 + minor (cl_nv_device_attribute_query; 90 on an H100), 0
+  // elsewhere: which tensor-core instructions inline PTX may use (kernels_cl/gemm_mma.cl needs 80).
+  uint32_t nv_compute_capability = 0;
   bool local_mem_dedicated = false;  // CL_LOCAL: on-chip scratch, not emulated in global memory
   bool fp64 = false;
   bool fp16 = false;

@@ -98,6 +98,9 @@ KernelForms choose(const DeviceInfo& d) {
   const char* sync_checks = std::getenv("TORCH_OPENCL_SYNC_INDEX_CHECKS");
   f.deferred_index_checks = f.gpu() && !(sync_checks && std::string(sync_checks) == "1");
 
+  f.tensor_core_gemm =
+      flag_from_env("TORCH_OPENCL_TENSOR_CORES").value_or(f.gpu() && f.tiled_gemm && d.nv_compute_capability >= 80);
+
   const bool pocl_cpu = (d.type & CL_DEVICE_TYPE_CPU) && d.is_pocl();
   f.own_float_math = flag_from_env("TORCH_OPENCL_OWN_FLOAT_MATH").value_or(pocl_cpu);
   if (f.own_float_math) f.build_options += "-DTOCL_OWN_FLOAT_MATH";

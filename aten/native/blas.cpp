@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "aten/kernel_support/cl_types.h"
+#include "aten/native/gemm_mma.h"
 #include "aten/native/gemm_small.h"
 #include "aten/native/gemm_tiled.h"
 #include "aten/kernel_support/opencl_tensor.h"
@@ -206,13 +207,14 @@ void gemm_any(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, dou
     // CPU multiplies and adds float16 and bfloat16 in float32 and rounds each result once: so does our
     // GPU-class kernel, loading and storing them itself; elsewhere this goes through float32 copies
     // (transposed operands stay transposed; a broadcast addend stays broadcast).
-    if (tiled_gemm(a, b, c, alpha, beta, s)) return;
+    if (mma_gemm(a, b, c, alpha, beta, s) || tiled_gemm(a, b, c, alpha, beta, s)) return;
     const at::Tensor c32 = at::empty(c.sizes(), c.options().dtype(at::kFloat));
     gemm_any(as_float(a), as_float(b), c32, alpha, beta, float_addend(c, beta, addend), op);
     c.copy_(c32);
     return;
   }
-  if (small_gemm(a, b, c, alpha, beta, s) || tiled_gemm(a, b, c, alpha, beta, s)) return;
+  if (small_gemm(a, b, c, alpha, beta, s) || mma_gemm(a, b, c, alpha, beta, s) || tiled_gemm(a, b, c, alpha, beta, s))
+    return;
   addend_into_c();
   if (c.scalar_type() == at::kFloat) run_gemm<float>(a, b, c, alpha, beta, batch);
   else run_gemm<double>(a, b, c, alpha, beta, batch);

@@ -56,12 +56,14 @@ py::dict device_properties(int index) {
   p["fp64"] = d.fp64;
   p["fp16"] = d.fp16;
   p["simd_width"] = d.simd_width;
+  p["nv_compute_capability"] = d.nv_compute_capability;
   p["local_memory_dedicated"] = d.local_mem_dedicated;
   const auto& forms = tocl::kernel_forms(index);
   p["kernel_class"] = tocl::kernel_class_name(forms.kernel_class);
   p["kernel_class_reason"] = forms.reason;
   p["deferred_index_checks"] = forms.deferred_index_checks;
   p["own_float_math"] = forms.own_float_math;
+  p["tensor_core_gemm"] = forms.tensor_core_gemm;
   p["kernel_fill_min_bytes"] = forms.kernel_fill_min_bytes;
   p["kernel_copy_min_bytes"] = forms.kernel_copy_min_bytes;
   p["row_group"] = forms.row_group;
