@@ -409,7 +409,7 @@ def test_no_fallback_for_any_of_them():
     x = torch.rand(4, 6, device=DEV, requires_grad=True)
     torch.opencl.reset_fallback_stats()
     for fn in list(UNARY.values()) + [torch.special.ndtri, lambda t: torch.polygamma(0, t),
-                                      lambda t: torch.hypot(t, t * 2), lambda t: torch.nextafter(t.detach(), t * 2),
+                                      lambda t: torch.hypot(t, t * 2), lambda t: torch.nextafter(t.detach(), t.detach() * 2),
                                       lambda t: torch.special.xlog1py(t, t), lambda t: F.glu(t, 1),
                                       lambda t: F.prelu(t.view(4, 6, 1), torch.full((6,), 0.2, device=DEV)),
                                       lambda t: torch.logit(t, 0.01)]:

@@ -310,7 +310,10 @@ def test_trace_matches_cpu(dtype, shape):
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.uint8, torch.int8, torch.float16, torch.bfloat16])
 def test_trace_other_dtypes_match_cpu(dtype):
     x = torch.randint(0, 100, (9, 8), generator=torch.Generator().manual_seed(0)).to(dtype)
-    want = torch.trace(x)
+    try:
+        want = torch.trace(x)
+    except NotImplementedError:  # CPU torch 2.11 has no float16/bfloat16 trace: the diagonal's sum is its value
+        want = x.diagonal().sum()
     with native_only():
         got = torch.trace(x.to(DEV))
     assert_same_as_cpu(got, want)  # integers: int64, exact

@@ -3,6 +3,7 @@
 // sum over classes d != y of max(0, margin - x[y] + x[d])^p (times weight[y]), divided by the class count.
 #include <ATen/ATen.h>
 #include <ATen/core/Reduction.h>
+#include <ATen/native/LossMulti.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -24,16 +25,11 @@ struct Shape {
 // CPU's multi_margin_loss_shape_check, and its other checks, with its messages.
 Shape check_arguments(const Tensor& self, const Tensor& target, const Scalar& p,
                       const std::optional<Tensor>& weight) {
+  // ATen's own shape check, so the messages are this torch's (2.11 words the target's one differently).
   const int64_t ndims = self.dim();
-  TORCH_CHECK((ndims == 2 && self.size(1) != 0) || (ndims == 1 && self.size(0) != 0) || ndims == 0,
-              "Expected non-empty vector or matrix with optional 0-dim batch size, but got: ", self.sizes());
-  const Shape s{ndims <= 1 ? 1 : self.size(0), ndims == 0 ? 1 : self.size(ndims - 1)};
-  TORCH_CHECK(target.dim() <= 1 && target.numel() == s.frames, "multi_margin_loss: target tensor should be 1-D with ",
-              "size equal to the number of input samples (batch size). Expected target size [", s.frames,
-              "], but got ", target.sizes(), ". Input has shape ", self.sizes(), ".");
-  if (weight.has_value() && weight->defined())
-    TORCH_CHECK(weight->dim() <= 1 && weight->numel() == s.classes, "inconsistent weight size, expected ", s.classes,
-                " but got ", weight->sizes());
+  int64_t frames = 0, classes = 0;
+  at::native::multi_margin_loss_shape_check(frames, classes, ndims, self, target, weight);
+  const Shape s{frames, classes};
   TORCH_CHECK(p.toLong() == 1 || p.toLong() == 2, "only p == 1 and p == 2 supported");
   TORCH_CHECK(target.scalar_type() == at::kLong, "expected scalar type Long but found ", target.scalar_type());
   const auto type = self.scalar_type();
