@@ -13,14 +13,17 @@ no CUDA it measures opencl alone.
     GPT   d=384, 6 layers, 6 heads, seq 256, batch 32, vocab 512, causal SDPA, LayerNorm, GELU
 
     python bench/bench_vs_cuda.py [--only training|ops] [--steps 10] [--profile] [--json FILE] [--fp32-cuda]
-                                  [--amp]
+                                  [--amp] [--tf32]
 
 --profile also prints, per device, the operators of each training step by device time.
 cuda runs with torch's defaults (cuDNN may use TF32 for convolutions; matmul stays FP32); the
 header prints the settings. --fp32-cuda adds a cuda run with TF32 off everywhere (the arithmetic
 opencl does: NVIDIA's OpenCL has no tensor-core path) and its ratio column. --amp runs the training steps
 under torch.autocast(dtype=torch.bfloat16) on both devices (opencl computes the products in float32 on
-bfloat16 operands; cuda on its tensor cores).
+bfloat16 operands; cuda on its tensor cores; on NVIDIA compute capability 8.0+ opencl's products run on
+tensor cores too, kernels_cl/gemm_mma.cl). --tf32 sets torch.set_float32_matmul_precision("high") in both
+processes: float32 products on TF32 tensor cores where each device has them (cuda's convolutions use TF32
+by default either way).
 """
 import argparse
 import json
@@ -238,9 +241,14 @@ def child(args):
     if device == "cuda" and args.fp32:
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cuda.matmul.allow_tf32 = False
+    if args.tf32:
+        torch.set_float32_matmul_precision("high")
     if device == "cuda":
         result["settings"] = (f"cudnn.allow_tf32={torch.backends.cudnn.allow_tf32}, "
                               f"matmul.allow_tf32={torch.backends.cuda.matmul.allow_tf32}")
+    else:
+        result["settings"] = (f"float32 matmul precision {torch.get_float32_matmul_precision()}, tensor-core GEMM "
+                              f"{torch_opencl._C._device_properties(0)['tensor_core_gemm']}")
     if args.only in (None, "training"):
         result["training"] = {k: training_step(make, device, args.steps, args.warmup, args.profile, args.amp)
                               for k, make in TRAINING.items()}
@@ -264,6 +272,8 @@ def run_child(device, args, fp32=False):
         cmd += ["--profile"]
     if args.amp:
         cmd += ["--amp"]
+    if args.tf32:
+        cmd += ["--tf32"]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if p.returncode != 0:
         sys.stderr.write(p.stderr)
@@ -280,6 +290,7 @@ def main():
     parser.add_argument("--json", help="also write both processes' results here")
     parser.add_argument("--fp32-cuda", action="store_true", help="also run cuda with TF32 off")
     parser.add_argument("--amp", action="store_true", help="training steps under autocast (bfloat16)")
+    parser.add_argument("--tf32", action="store_true", help='float32 matmul precision "high" on both devices')
     parser.add_argument("--fp32", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -290,7 +301,7 @@ def main():
     ocl = run_child("opencl", args)
     ref = run_child("cuda", args) if has_cuda else None
     ref32 = run_child("cuda", args, fp32=True) if has_cuda and args.fp32_cuda else None
-    print(f"opencl: {ocl['name']} | torch {ocl['torch']}")
+    print(f"opencl: {ocl['name']} | torch {ocl['torch']} | {ocl['settings']}")
     if ref:
         print(f"cuda:   {ref['name']} | torch {ref['torch']} | {ref['settings']}")
     else:
@@ -308,7 +319,8 @@ def main():
         return f"{c:>11.2f}{(o / c if unit in ('us', 'ms') else c / o):>8.2f}"
 
     if "training" in ocl:
-        title = "training step (AdamW, autocast bf16)" if args.amp else "training step (AdamW)"
+        title = ("training step (AdamW, autocast bf16)" if args.amp else
+                 "training step (AdamW, TF32)" if args.tf32 else "training step (AdamW)")
         print(f"\n{title:<44}{'opencl ms':>11}{'cuda ms':>10}{'opencl/cuda':>13}{fp32_head}")
         for k in TRAINING:
             o = ocl["training"][k]["ms"]

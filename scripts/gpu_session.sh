@@ -7,7 +7,9 @@
 #   bash scripts/gpu_session.sh DIR OUT suite   # build, then the suite on the NVIDIA device (-n 16)
 #   bash scripts/gpu_session.sh DIR OUT bench   # build, then bench_vs_cuda (--fp32-cuda), bench_attention,
 #                                               # bench_compile (tiny: host overhead), bench_rowops
-#                                               # (fused cross_entropy against the composite), Winograd/im2col
+#                                               # (fused cross_entropy against the composite), Winograd/im2col,
+#                                               # products by precision (tensor cores) and the training steps
+#                                               # at float32 matmul precision "high" (--tf32)
 #   bash scripts/gpu_session.sh DIR OUT profile # build, then bench_vs_cuda --profile (each training step's
 #                                               # operators by device time, opencl and cuda) and bench_compile
 #                                               # --profile (eager and compiled kernels by device time), then
@@ -52,6 +54,8 @@ case "$phase" in
     step bench_compile 120 python3 bench/bench_compile.py --steps 10 --only mlp,transformer,gelu_mlp,layernorm,attention,tiny
     step bench_rowops 120 python3 bench/bench_rowops.py --set gpu --compare none --calls 20
     step bench_winograd 60 python3 bench/bench_conv.py --winograd --batch 128
+    step bench_gemm_precision 60 python3 bench/bench_gemm_precision.py
+    step bench_vs_cuda_tf32 150 python3 bench/bench_vs_cuda.py --only training --steps 5 --tf32
     ;;
   profile)
     # Where the training steps' device time goes on each device (the operators by device time), then
