@@ -248,6 +248,116 @@ __kernel void cholesky(__global T_T* a, ulong a_off, __global int* info, ulong i
   if (lid == 0) info[info_off + b] = failed;
 }
 
+// ---- Matrices of at most 16 rows and columns (the host's kSmallMatrix): a work-item per matrix, or per (matrix,
+// right-hand side), with no barriers; the arithmetic of the group kernels above in the same order (the same pivots
+// and the same roundings).
+
+__kernel void lu_factor_small(__global T_T* a, ulong a_off, __global int* pivots, ulong piv_off, __global int* info,
+                              ulong info_off, int m, int n, int pivot, long batches) {
+  const long b = get_global_id(0);
+  if (b >= batches) return;
+  const int k = min(m, n);
+  a += a_off + b * (long)m * n;
+  pivots += piv_off + b * k;
+  int first_zero = 0;
+  for (int j = 0; j < k; ++j) {
+    __global T_T* col = a + j * m;
+    int p = j;
+    if (pivot) {
+      T_T best = pivot_key(col[j], 1);
+      for (int i = j + 1; i < m; ++i) {
+        const T_T kv = pivot_key(col[i], 0);
+        if (kv > best) {
+          best = kv;
+          p = i;
+        }
+      }
+    }
+    const T_T pv = col[p];
+    if (pv == 0 && first_zero == 0) first_zero = j + 1;
+    pivots[j] = p + 1;
+    if (p != j) {
+      for (int c = 0; c < n; ++c) {
+        const T_T t = a[j + c * m];
+        a[j + c * m] = a[p + c * m];
+        a[p + c * m] = t;
+      }
+    }
+    if (pv != 0) {
+      const int safe = fabs(pv) >= SFMIN;
+      const T_T r = (T_T)1 / pv;
+      for (int i = j + 1; i < m; ++i) col[i] = safe ? col[i] * r : col[i] / pv;
+    }
+    for (int c = j + 1; c < n; ++c) {
+      __global T_T* x = a + c * m;
+      const T_T u = x[j];
+      for (int i = j + 1; i < m; ++i) x[i] -= col[i] * u;
+    }
+  }
+  info[info_off + b] = first_zero;
+}
+
+// triangular_sweep for one right-hand side x (elements rs apart), by one work-item.
+inline void triangular_sweep_one(__global const T_T* lu, long ld, int trans, __global T_T* x, long rs, int n,
+                                 int lower, int unit) {
+  for (int s = 0; s < n; ++s) {
+    const int j = lower ? s : n - 1 - s;
+    const int R = lower ? n - 1 - j : j, first = lower ? j + 1 : 0;
+    const T_T xj = unit ? x[j * rs] : x[j * rs] / COEF(j, j);
+    for (int r = 0; r < R; ++r) x[(first + r) * rs] -= COEF(first + r, j) * xj;
+  }
+  if (!unit)
+    for (int i = 0; i < n; ++i) x[i * rs] /= COEF(i, i);
+}
+
+__kernel void lu_solve_small(__global const T_T* lu, ulong lu_off, __global const int* pivots, ulong piv_off,
+                             __global const long* lu_batch, ulong lb_off, int lu_batch_given, __global T_T* b,
+                             ulong b_off, long b_mat, int n, int nrhs, int trans, long total) {
+  const long g = get_global_id(0);
+  if (g >= total) return;
+  const long batch = g / nrhs;
+  const long lb = lu_batch_given ? lu_batch[lb_off + batch] : batch;
+  const long ld = n;
+  lu += lu_off + lb * n * ld;
+  pivots += piv_off + lb * n;
+  __global T_T* x = b + b_off + batch * b_mat + (g % nrhs) * ld;
+  if (!trans) {
+    for (int i = 0; i < n; ++i) {
+      const int p = pivots[i] - 1;
+      if (p != i && p >= 0 && p < n) {
+        const T_T t = x[i];
+        x[i] = x[p];
+        x[p] = t;
+      }
+    }
+    triangular_sweep_one(lu, ld, 0, x, 1, n, 1, 1);
+    triangular_sweep_one(lu, ld, 0, x, 1, n, 0, 0);
+  } else {
+    triangular_sweep_one(lu, ld, 1, x, 1, n, 1, 0);
+    triangular_sweep_one(lu, ld, 1, x, 1, n, 0, 1);
+    for (int i = n - 1; i >= 0; --i) {
+      const int p = pivots[i] - 1;
+      if (p != i && p >= 0 && p < n) {
+        const T_T t = x[i];
+        x[i] = x[p];
+        x[p] = t;
+      }
+    }
+  }
+}
+
+__kernel void triangular_solve_small(__global const T_T* a, ulong a_off, __global T_T* b, ulong b_off, long b_mat,
+                                     int rows, int cols, int left, int upper, int trans, int unit, long total) {
+  const int n = left ? rows : cols, nrhs = left ? cols : rows;
+  const long g = get_global_id(0);
+  if (g >= total) return;
+  const long batch = g / nrhs, c = g % nrhs;
+  const long rs = left ? 1 : rows, cs = left ? rows : 1;
+  a += a_off + batch * n * (long)n;
+  const int t = left ? trans : !trans;
+  triangular_sweep_one(a, n, t, b + b_off + batch * b_mat + c * cs, rs, n, upper == t, unit);
+}
+
 // lu_unpack's permutation: perm (m per matrix, the identity on entry) after the k row interchanges of pivots,
 // a work-item per matrix (the host checked the pivots are within [1, m]).
 __kernel void lu_pivots_to_permutation(__global long* perm, ulong perm_off, __global const int* pivots,

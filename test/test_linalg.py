@@ -72,10 +72,10 @@ def lu_matches_cpu(A, dtype, scale=1.0):
     assert got.pivots.dtype == torch.int32 and got.info.dtype == torch.int32
 
 
-# Square sizes around the group sizes (64 items a group on CPU devices, 256 on GPUs) and the solve's blocks of
-# 32 right-hand sides; rectangular ones both ways.
-SQUARE = [1, 2, 3, 5, 8, 17, 31, 33, 64, 65, 70]
-RECTANGULAR = [(3, 5), (7, 4), (65, 3), (2, 70), (70, 66), (1, 9), (9, 1)]
+# Square sizes around the small-matrix limit (16: a work-item per matrix), the group sizes (64 items a group on
+# CPU devices, 256 on GPUs) and the solve's blocks of 32 right-hand sides; rectangular ones both ways.
+SQUARE = [1, 2, 3, 5, 8, 16, 17, 31, 33, 64, 65, 70]
+RECTANGULAR = [(3, 5), (7, 4), (16, 17), (65, 3), (2, 70), (70, 66), (1, 9), (9, 1)]
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -170,15 +170,16 @@ def test_lu_factor_errors_out_and_aliases(dtype):
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_lu_factor_without_pivoting(dtype):
     # CPU's LAPACK refuses pivot=False; here (as on CUDA) the rows stay and the pivots are 1..k.
-    A = well_conditioned(6, 6, dtype=dtype, seed=3)
-    with native_only():
-        LU, piv, info = torch.linalg.lu_factor_ex(A.to(DEV), pivot=False)
-        P, L, U = torch.linalg.lu(A.to(DEV), pivot=False)
-    assert torch.equal(piv.cpu(), torch.arange(1, 7, dtype=torch.int32)) and info.item() == 0
-    assert P.numel() == 0
-    tol = TOL[dtype] * 6
-    torch.testing.assert_close(L.cpu() @ U.cpu(), A, rtol=tol, atol=tol)
-    torch.testing.assert_close(torch.tril(LU.cpu(), -1) + torch.eye(6, dtype=dtype), L.cpu(), rtol=tol, atol=tol)
+    for n in (6, 20):  # the small-matrix kernel and the work-group one
+        A = well_conditioned(n, n, dtype=dtype, seed=3)
+        with native_only():
+            LU, piv, info = torch.linalg.lu_factor_ex(A.to(DEV), pivot=False)
+            P, L, U = torch.linalg.lu(A.to(DEV), pivot=False)
+        assert torch.equal(piv.cpu(), torch.arange(1, n + 1, dtype=torch.int32)) and info.item() == 0
+        assert P.numel() == 0
+        tol = TOL[dtype] * n
+        torch.testing.assert_close(L.cpu() @ U.cpu(), A, rtol=tol, atol=tol)
+        torch.testing.assert_close(torch.tril(LU.cpu(), -1) + torch.eye(n, dtype=dtype), L.cpu(), rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)

@@ -55,13 +55,22 @@ void triangular_solve_in_place(const at::Tensor& M, const at::Tensor& B, bool le
   const int64_t rows = b.size(-2), cols = b.size(-1), nrhs = left ? cols : rows;
   TORCH_INTERNAL_ASSERT(M.dim() >= 2 && M.mT().is_contiguous() && at::native::batchCount(M) == at::native::batchCount(b));
   const int device = device_index(B);
-  const size_t wg = linalg_group(device);
-  const int64_t blocks = (nrhs + kSolveBlock - 1) / kSolveBlock;
-  cl_kernel k = linalg_kernel(B, "triangular_solve");
-  tocl::set_args(k, buffer_arg(M), buffer_arg(b), static_cast<cl_long>(rows * cols), static_cast<cl_int>(rows),
-                 static_cast<cl_int>(cols), static_cast<cl_int>(left), static_cast<cl_int>(upper),
-                 static_cast<cl_int>(transpose), static_cast<cl_int>(unit), static_cast<cl_int>(kSolveBlock));
-  tocl::enqueue_1d(device, current_stream_of(B), k, static_cast<size_t>(at::native::batchCount(b) * blocks) * wg, wg);
+  const int64_t n = left ? rows : cols, batches = at::native::batchCount(b);
+  if (n <= kSmallMatrix) {
+    cl_kernel k = linalg_kernel(B, "triangular_solve_small");
+    tocl::set_args(k, buffer_arg(M), buffer_arg(b), static_cast<cl_long>(rows * cols), static_cast<cl_int>(rows),
+                   static_cast<cl_int>(cols), static_cast<cl_int>(left), static_cast<cl_int>(upper),
+                   static_cast<cl_int>(transpose), static_cast<cl_int>(unit), static_cast<cl_long>(batches * nrhs));
+    tocl::enqueue_1d(device, current_stream_of(B), k, static_cast<size_t>(batches * nrhs));
+  } else {
+    const size_t wg = linalg_group(device);
+    const int64_t blocks = (nrhs + kSolveBlock - 1) / kSolveBlock;
+    cl_kernel k = linalg_kernel(B, "triangular_solve");
+    tocl::set_args(k, buffer_arg(M), buffer_arg(b), static_cast<cl_long>(rows * cols), static_cast<cl_int>(rows),
+                   static_cast<cl_int>(cols), static_cast<cl_int>(left), static_cast<cl_int>(upper),
+                   static_cast<cl_int>(transpose), static_cast<cl_int>(unit), static_cast<cl_int>(kSolveBlock));
+    tocl::enqueue_1d(device, current_stream_of(B), k, static_cast<size_t>(batches * blocks) * wg, wg);
+  }
   finish_work(B, b);
 }
 

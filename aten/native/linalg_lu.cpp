@@ -45,11 +45,19 @@ void lu_factor_kernel(const Tensor& input, const Tensor& pivots, const Tensor& i
               "linalg.lu_factor: matrices of more than INT_MAX rows or columns are not supported on opencl");
   const Tensor a = column_major_work(input), piv = contiguous_work(pivots), info = contiguous_work(infos);
   const int device = device_index(input);
-  const size_t wg = linalg_group(device);
-  cl_kernel k = linalg_kernel(input, "lu_factor");
-  tocl::set_args(k, buffer_arg(a), buffer_arg(piv), buffer_arg(info), static_cast<cl_int>(m), static_cast<cl_int>(n),
-                 static_cast<cl_int>(compute_pivots));
-  tocl::enqueue_1d(device, current_stream_of(input), k, static_cast<size_t>(at::native::batchCount(a)) * wg, wg);
+  const int64_t batches = at::native::batchCount(a);
+  if (std::max(m, n) <= kSmallMatrix) {
+    cl_kernel k = linalg_kernel(input, "lu_factor_small");
+    tocl::set_args(k, buffer_arg(a), buffer_arg(piv), buffer_arg(info), static_cast<cl_int>(m), static_cast<cl_int>(n),
+                   static_cast<cl_int>(compute_pivots), static_cast<cl_long>(batches));
+    tocl::enqueue_1d(device, current_stream_of(input), k, static_cast<size_t>(batches));
+  } else {
+    const size_t wg = linalg_group(device);
+    cl_kernel k = linalg_kernel(input, "lu_factor");
+    tocl::set_args(k, buffer_arg(a), buffer_arg(piv), buffer_arg(info), static_cast<cl_int>(m), static_cast<cl_int>(n),
+                   static_cast<cl_int>(compute_pivots));
+    tocl::enqueue_1d(device, current_stream_of(input), k, static_cast<size_t>(batches) * wg, wg);
+  }
   finish_work(input, a);
   finish_work(pivots, piv);
   finish_work(infos, info);
@@ -74,14 +82,23 @@ void lu_solve_kernel(const Tensor& LU, const Tensor& pivots, const Tensor& B, at
                    .expand(b_batch_shape)
                    .contiguous();
   const int device = device_index(B);
-  const size_t wg = linalg_group(device);
-  const int64_t blocks = (nrhs + kSolveBlock - 1) / kSolveBlock;
-  cl_kernel k = linalg_kernel(B, "lu_solve");
-  tocl::set_args(k, buffer_arg(lu), buffer_arg(piv), buffer_arg(lu_batch), static_cast<cl_int>(broadcast),
-                 buffer_arg(b), static_cast<cl_long>(n * nrhs), static_cast<cl_int>(n), static_cast<cl_int>(nrhs),
-                 static_cast<cl_int>(kSolveBlock),
-                 static_cast<cl_int>(trans == at::native::TransposeType::Transpose));
-  tocl::enqueue_1d(device, current_stream_of(B), k, static_cast<size_t>(at::native::batchCount(b) * blocks) * wg, wg);
+  const int64_t batches = at::native::batchCount(b);
+  const cl_int transposed = trans == at::native::TransposeType::Transpose;
+  if (n <= kSmallMatrix) {
+    cl_kernel k = linalg_kernel(B, "lu_solve_small");
+    tocl::set_args(k, buffer_arg(lu), buffer_arg(piv), buffer_arg(lu_batch), static_cast<cl_int>(broadcast),
+                   buffer_arg(b), static_cast<cl_long>(n * nrhs), static_cast<cl_int>(n), static_cast<cl_int>(nrhs),
+                   transposed, static_cast<cl_long>(batches * nrhs));
+    tocl::enqueue_1d(device, current_stream_of(B), k, static_cast<size_t>(batches * nrhs));
+  } else {
+    const size_t wg = linalg_group(device);
+    const int64_t blocks = (nrhs + kSolveBlock - 1) / kSolveBlock;
+    cl_kernel k = linalg_kernel(B, "lu_solve");
+    tocl::set_args(k, buffer_arg(lu), buffer_arg(piv), buffer_arg(lu_batch), static_cast<cl_int>(broadcast),
+                   buffer_arg(b), static_cast<cl_long>(n * nrhs), static_cast<cl_int>(n), static_cast<cl_int>(nrhs),
+                   static_cast<cl_int>(kSolveBlock), transposed);
+    tocl::enqueue_1d(device, current_stream_of(B), k, static_cast<size_t>(batches * blocks) * wg, wg);
+  }
   finish_work(B, b);
 }
 
