@@ -248,7 +248,7 @@ __kernel void cholesky(__global T_T* a, ulong a_off, __global int* info, ulong i
   if (lid == 0) info[info_off + b] = failed;
 }
 
-// ---- Matrices of at most 16 rows and columns (the host's kSmallMatrix): a work-item per matrix, or per (matrix,
+// ---- Small matrices (runtime/kernel_forms.h's linalg_serial_max): a work-item per matrix, or per (matrix,
 // right-hand side), with no barriers; the arithmetic of the group kernels above in the same order (the same pivots
 // and the same roundings).
 

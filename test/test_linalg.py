@@ -72,7 +72,7 @@ def lu_matches_cpu(A, dtype, scale=1.0):
     assert got.pivots.dtype == torch.int32 and got.info.dtype == torch.int32
 
 
-# Square sizes around the small-matrix limit (16: a work-item per matrix), the group sizes (64 items a group on
+# Square sizes around the limits of a work-item per matrix (16 on GPUs, 64 on CPUs), the group sizes (64 items on
 # CPU devices, 256 on GPUs) and the solve's blocks of 32 right-hand sides; rectangular ones both ways.
 SQUARE = [1, 2, 3, 5, 8, 16, 17, 31, 33, 64, 65, 70]
 RECTANGULAR = [(3, 5), (7, 4), (16, 17), (65, 3), (2, 70), (70, 66), (1, 9), (9, 1)]
@@ -170,7 +170,7 @@ def test_lu_factor_errors_out_and_aliases(dtype):
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_lu_factor_without_pivoting(dtype):
     # CPU's LAPACK refuses pivot=False; here (as on CUDA) the rows stay and the pivots are 1..k.
-    for n in (6, 20):  # the small-matrix kernel and the work-group one
+    for n in (6, 70):  # the kernel of a work-item per matrix and the work-group one
         A = well_conditioned(n, n, dtype=dtype, seed=3)
         with native_only():
             LU, piv, info = torch.linalg.lu_factor_ex(A.to(DEV), pivot=False)

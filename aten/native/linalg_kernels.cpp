@@ -9,6 +9,7 @@
 #include "aten/kernel_support/dtype_fallback.h"
 #include "aten/kernel_support/kernel_program.h"
 #include "aten/kernel_support/opencl_tensor.h"
+#include "runtime/kernel_forms.h"
 #include "runtime/program_cache.h"
 
 namespace torch_opencl {
@@ -37,6 +38,8 @@ cl_kernel linalg_kernel(const at::Tensor& like, const char* name) {
       dtype_program(device, "linalg.cl", type, at::kInt, linalg_group(device), "#define SFMIN " + sfmin + "\n"), name);
 }
 
+bool serial_matrix(int device, int64_t n) { return n <= static_cast<int64_t>(tocl::kernel_forms(device).linalg_serial_max); }
+
 at::Tensor column_major_work(const at::Tensor& t) {
   return t.dim() >= 2 && t.mT().is_contiguous() ? t : t.mT().contiguous().mT();
 }
@@ -56,7 +59,7 @@ void triangular_solve_in_place(const at::Tensor& M, const at::Tensor& B, bool le
   TORCH_INTERNAL_ASSERT(M.dim() >= 2 && M.mT().is_contiguous() && at::native::batchCount(M) == at::native::batchCount(b));
   const int device = device_index(B);
   const int64_t n = left ? rows : cols, batches = at::native::batchCount(b);
-  if (n <= kSmallMatrix) {
+  if (serial_matrix(device, n)) {
     cl_kernel k = linalg_kernel(B, "triangular_solve_small");
     tocl::set_args(k, buffer_arg(M), buffer_arg(b), static_cast<cl_long>(rows * cols), static_cast<cl_int>(rows),
                    static_cast<cl_int>(cols), static_cast<cl_int>(left), static_cast<cl_int>(upper),

@@ -15,9 +15,9 @@ void check_lapack_dtype(const at::Tensor& t, const char* op);
 // Right-hand sides per work-group of the solves: the columns of a block share the group's row steps.
 constexpr int kSolveBlock = 32;
 
-// Matrices with at most this many rows and columns take the kernels of a work-item per matrix (or per matrix and
-// right-hand side): the group kernels' barriers cost more than such a matrix's arithmetic.
-constexpr int64_t kSmallMatrix = 16;
+// Whether matrices of n rows and columns take the kernels of a work-item per matrix (or per matrix and right-hand
+// side): up to the device's linalg_serial_max (runtime/kernel_forms.h).
+bool serial_matrix(int device, int64_t n);
 
 // A kernel of linalg.cl's program for like's device and dtype, and the work-group size it was built for.
 cl_kernel linalg_kernel(const at::Tensor& like, const char* name);

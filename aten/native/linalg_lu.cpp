@@ -46,7 +46,7 @@ void lu_factor_kernel(const Tensor& input, const Tensor& pivots, const Tensor& i
   const Tensor a = column_major_work(input), piv = contiguous_work(pivots), info = contiguous_work(infos);
   const int device = device_index(input);
   const int64_t batches = at::native::batchCount(a);
-  if (std::max(m, n) <= kSmallMatrix) {
+  if (serial_matrix(device, std::max(m, n))) {
     cl_kernel k = linalg_kernel(input, "lu_factor_small");
     tocl::set_args(k, buffer_arg(a), buffer_arg(piv), buffer_arg(info), static_cast<cl_int>(m), static_cast<cl_int>(n),
                    static_cast<cl_int>(compute_pivots), static_cast<cl_long>(batches));
@@ -84,7 +84,7 @@ void lu_solve_kernel(const Tensor& LU, const Tensor& pivots, const Tensor& B, at
   const int device = device_index(B);
   const int64_t batches = at::native::batchCount(b);
   const cl_int transposed = trans == at::native::TransposeType::Transpose;
-  if (n <= kSmallMatrix) {
+  if (serial_matrix(device, n)) {
     cl_kernel k = linalg_kernel(B, "lu_solve_small");
     tocl::set_args(k, buffer_arg(lu), buffer_arg(piv), buffer_arg(lu_batch), static_cast<cl_int>(broadcast),
                    buffer_arg(b), static_cast<cl_long>(n * nrhs), static_cast<cl_int>(n), static_cast<cl_int>(nrhs),
