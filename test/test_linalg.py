@@ -383,10 +383,21 @@ def test_complex_runs_on_the_fallback():
 
 
 def test_larger_matrices():
-    # Past a group's width in every loop (n = 300 > 256 items); float64 against CPU.
+    # From 128 rows and columns LU runs blocked (panels of 64 columns, their interchanges, a triangular solve and a
+    # matrix product per panel); past a group's width in every loop (300 > 256 items). float64 against CPU.
     A = well_conditioned(300, 300, seed=3)
     lu_matches_cpu(A, torch.float64, scale=300)
     same(torch.linalg.solve, A, randn(300, 2), dtype=torch.float64, scale=300)
+    for shape in [(2, 150, 130), (130, 200), (200, 129)]:
+        lu_matches_cpu(randn(*shape, seed=sum(shape)), torch.float64, scale=200)
+    lu_matches_cpu(randn(130, 130, seed=4).float(), torch.float32, scale=130)
+    same(torch.linalg.det, well_conditioned(2, 140, 140, seed=5) / 10, dtype=torch.float64, scale=140)
+    # A zero pivot in the third panel: info counts from the whole matrix.
+    S = randn(140, 140, seed=6)
+    S[130:] = 0
+    lu_matches_cpu(S, torch.float64, scale=140)
+    with native_only():
+        assert torch.linalg.lu_factor_ex(S.to(DEV)).info.item() == 131
 
 
 def triangle(n, upper, dtype, seed=0, batch=()):

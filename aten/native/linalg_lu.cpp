@@ -35,6 +35,81 @@ namespace {
 
 using at::Tensor;
 
+// The unblocked LU of column-major matrices in place (pivots and info contiguous): a work-item per matrix up to the
+// device's linalg_serial_max rows and columns, else a work-group per matrix.
+void lu_unblocked(const Tensor& a, const Tensor& piv, const Tensor& info, bool compute_pivots) {
+  const int64_t m = a.size(-2), n = a.size(-1), batches = at::native::batchCount(a);
+  const int device = device_index(a);
+  if (serial_matrix(device, std::max(m, n))) {
+    cl_kernel k = linalg_kernel(a, "lu_factor_small");
+    tocl::set_args(k, buffer_arg(a), buffer_arg(piv), buffer_arg(info), static_cast<cl_int>(m), static_cast<cl_int>(n),
+                   static_cast<cl_int>(compute_pivots), static_cast<cl_long>(batches));
+    tocl::enqueue_1d(device, current_stream_of(a), k, static_cast<size_t>(batches));
+  } else {
+    const size_t wg = linalg_group(device);
+    cl_kernel k = linalg_kernel(a, "lu_factor");
+    tocl::set_args(k, buffer_arg(a), buffer_arg(piv), buffer_arg(info), static_cast<cl_int>(m), static_cast<cl_int>(n),
+                   static_cast<cl_int>(compute_pivots));
+    tocl::enqueue_1d(device, current_stream_of(a), k, static_cast<size_t>(batches) * wg, wg);
+  }
+}
+
+// perm (int64, the identity, contiguous, m per matrix) after the k row interchanges of pivots (int32, contiguous).
+void pivots_to_permutation(const Tensor& perm, const Tensor& pivots, int64_t m, int64_t k) {
+  const int64_t batches = perm.numel() / m;
+  cl_kernel kernel = linalg_kernel(at::empty({0}, perm.options().dtype(at::kFloat)), "lu_pivots_to_permutation");
+  tocl::set_args(kernel, buffer_arg(perm), buffer_arg(pivots), static_cast<cl_long>(batches), static_cast<cl_int>(m),
+                 static_cast<cl_int>(k));
+  tocl::enqueue_1d(device_index(perm), current_stream_of(perm), kernel, static_cast<size_t>(batches));
+}
+
+// Columns per panel of the blocked LU, and the size from which it runs (below, the unblocked kernels are faster).
+constexpr int64_t kPanel = 64;
+constexpr int64_t kBlockedFrom = 2 * kPanel;
+
+// LAPACK's blocked right-looking getrf on column-major a: each panel of kPanel columns factored unblocked, its row
+// interchanges applied to the other columns, U's block row by a triangular solve and the trailing matrix updated by
+// one matrix product. The products, most of the arithmetic, run on the GEMM kernels across the device, where the
+// unblocked kernels give a matrix one work-group. Pivots and info as the unblocked ones (LAPACK's).
+void lu_blocked(const Tensor& a, const Tensor& piv, const Tensor& info, bool compute_pivots) {
+  const int64_t m = a.size(-2), n = a.size(-1), k = std::min(m, n);
+  const auto batch = a.sizes().slice(0, a.dim() - 2).vec();
+  const auto shape = [&](std::initializer_list<int64_t> tail) {
+    auto s = batch;
+    s.insert(s.end(), tail);
+    return s;
+  };
+  const auto int_options = a.options().dtype(at::kInt);
+  info.zero_();
+  for (int64_t j0 = 0; j0 < k; j0 += kPanel) {
+    const int64_t jb = std::min(kPanel, k - j0), rows = m - j0, right = n - j0 - jb;
+    const Tensor panel = a.narrow(-2, j0, rows).narrow(-1, j0, jb), P = column_major_work(panel);
+    const Tensor panel_piv = at::empty(shape({jb}), int_options), panel_info = at::empty(batch, int_options);
+    lu_unblocked(P, panel_piv, panel_info, compute_pivots);
+    finish_work(panel, P);
+    piv.narrow(-1, j0, jb).copy_(panel_piv + static_cast<int>(j0));
+    info.copy_(at::where(info.eq(0).logical_and(panel_info.gt(0)), panel_info + static_cast<int>(j0), info));
+    if (compute_pivots) {  // the panel's interchanges on the columns left and right of it
+      const Tensor perm = at::arange(rows, a.options().dtype(at::kLong)).expand(shape({rows})).contiguous();
+      pivots_to_permutation(perm, panel_piv, rows, jb);
+      for (const auto& [first, count] : {std::pair<int64_t, int64_t>{0, j0}, {j0 + jb, right}}) {
+        if (count == 0) continue;
+        const Tensor block = a.narrow(-2, j0, rows).narrow(-1, first, count);
+        block.copy_(block.gather(-2, perm.unsqueeze(-1).expand(shape({rows, count}))));
+      }
+    }
+    if (right == 0) continue;
+    const Tensor L11 = column_major_work(a.narrow(-2, j0, jb).narrow(-1, j0, jb));
+    const Tensor A12 = a.narrow(-2, j0, jb).narrow(-1, j0 + jb, right), U12 = column_major_work(A12);
+    triangular_solve_in_place(L11, U12, /*left=*/true, /*upper=*/false, /*transpose=*/false, /*unit=*/true);
+    finish_work(A12, U12);
+    if (rows > jb) {
+      const Tensor A22 = a.narrow(-2, j0 + jb, rows - jb).narrow(-1, j0 + jb, right);
+      A22.sub_(at::matmul(a.narrow(-2, j0 + jb, rows - jb).narrow(-1, j0, jb), U12));
+    }
+  }
+}
+
 // lu_factor_stub: `input` holds A (it is overwritten by its LU), pivots and infos receive LAPACK's.
 void lu_factor_kernel(const Tensor& input, const Tensor& pivots, const Tensor& infos, bool compute_pivots) {
   if (input.numel() == 0) return;
@@ -44,20 +119,10 @@ void lu_factor_kernel(const Tensor& input, const Tensor& pivots, const Tensor& i
   TORCH_CHECK(m <= std::numeric_limits<int>::max() && n <= std::numeric_limits<int>::max(),
               "linalg.lu_factor: matrices of more than INT_MAX rows or columns are not supported on opencl");
   const Tensor a = column_major_work(input), piv = contiguous_work(pivots), info = contiguous_work(infos);
-  const int device = device_index(input);
-  const int64_t batches = at::native::batchCount(a);
-  if (serial_matrix(device, std::max(m, n))) {
-    cl_kernel k = linalg_kernel(input, "lu_factor_small");
-    tocl::set_args(k, buffer_arg(a), buffer_arg(piv), buffer_arg(info), static_cast<cl_int>(m), static_cast<cl_int>(n),
-                   static_cast<cl_int>(compute_pivots), static_cast<cl_long>(batches));
-    tocl::enqueue_1d(device, current_stream_of(input), k, static_cast<size_t>(batches));
-  } else {
-    const size_t wg = linalg_group(device);
-    cl_kernel k = linalg_kernel(input, "lu_factor");
-    tocl::set_args(k, buffer_arg(a), buffer_arg(piv), buffer_arg(info), static_cast<cl_int>(m), static_cast<cl_int>(n),
-                   static_cast<cl_int>(compute_pivots));
-    tocl::enqueue_1d(device, current_stream_of(input), k, static_cast<size_t>(batches) * wg, wg);
-  }
+  if (std::min(m, n) >= kBlockedFrom)
+    lu_blocked(a, piv, info, compute_pivots);
+  else
+    lu_unblocked(a, piv, info, compute_pivots);
   finish_work(input, a);
   finish_work(pivots, piv);
   finish_work(infos, info);
@@ -112,12 +177,7 @@ void unpack_pivots_kernel(at::TensorIterator& iter, int64_t dim_size, int64_t ma
   TORCH_CHECK(!at::logical_or(pivots < 1, pivots > max_pivot).any().item<bool>(),
               "pivots passed to lu_unpack must be between 1 and LU.size(-2) inclusive."
               "Did you properly pass the result of lu_factor?");
-  const int64_t batches = perm.numel() / max_pivot;
-  const int device = device_index(perm);
-  cl_kernel k = linalg_kernel(at::empty({0}, perm.options().dtype(at::kFloat)), "lu_pivots_to_permutation");
-  tocl::set_args(k, buffer_arg(perm), buffer_arg(pivots), static_cast<cl_long>(batches),
-                 static_cast<cl_int>(max_pivot), static_cast<cl_int>(dim_size));
-  tocl::enqueue_1d(device, current_stream_of(perm), k, static_cast<size_t>(batches));
+  pivots_to_permutation(perm, pivots, max_pivot, dim_size);
 }
 
 // ---- The structured operators, for PrivateUse1: ATen's meta (checks, output shapes and strides), then its impl,
