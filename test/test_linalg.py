@@ -497,3 +497,31 @@ def test_cholesky(dtype):
             out = torch.cholesky_solve(b, L).sum() + L.sum()
             grads.append(torch.autograd.grad(out, (a, b)))
     close(grads[1], grads[0], dtype, scale=10)
+
+
+def test_blocked_solves():
+    # From 128 rows the solves run blocked (64-row blocks by the unblocked kernels, the rest in GEMMs): lu_solve
+    # (both transpositions, LU broadcast over B), solve, inv, solve_triangular (every side, triangle, transpose and
+    # unit diagonal), cholesky_solve. float64 against CPU.
+    dtype = torch.float64
+    A = well_conditioned(2, 150, 150, seed=8)
+    LU, piv = torch.linalg.lu_factor(A)
+    B = randn(3, 2, 150, 5, seed=9)
+    for adjoint in (False, True):
+        same(lambda LU, piv, B: torch.linalg.lu_solve(LU, piv, B, adjoint=adjoint), LU, piv, B, dtype=dtype, scale=150)
+        same(lambda LU, piv, B: torch.linalg.lu_solve(LU, piv, B.mT, left=False, adjoint=adjoint), LU, piv, B,
+             dtype=dtype, scale=150)
+    same(torch.linalg.solve, A, B[0], dtype=dtype, scale=150)
+    same(torch.linalg.inv, A[0], dtype=dtype, scale=150)
+    for upper in (False, True):
+        T = triangle(140, upper, dtype, seed=10, batch=(2,))
+        R = randn(2, 140, 3, seed=11)
+        for unit in (False, True):
+            same(lambda T, R: torch.linalg.solve_triangular(T, R, upper=upper, unitriangular=unit), T, R,
+                 dtype=dtype, scale=140)
+            same(lambda T, R: torch.linalg.solve_triangular(T, R.mT, upper=upper, left=False, unitriangular=unit), T,
+                 R, dtype=dtype, scale=140)
+        same(lambda R, T: torch.triangular_solve(R, T, upper=upper, transpose=True), R, T, dtype=dtype, scale=140)
+    S = spd(140, dtype, seed=12)
+    L = torch.linalg.cholesky(S)
+    same(lambda R, L: torch.cholesky_solve(R, L), randn(140, 4, seed=13), L, dtype=dtype, scale=140)

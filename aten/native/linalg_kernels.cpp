@@ -50,10 +50,12 @@ void finish_work(const at::Tensor& t, const at::Tensor& work) {
   if (!work.is_same(t)) t.copy_(work);
 }
 
-void triangular_solve_in_place(const at::Tensor& M, const at::Tensor& B, bool left, bool upper, bool transpose,
-                               bool unit) {
-  if (B.numel() == 0) return;
-  const c10::DeviceGuard guard(B.device());
+namespace {
+
+// The unblocked solve: a work-item per (matrix, right-hand side) up to the device's linalg_serial_max, else a
+// work-group per matrix and block of right-hand sides.
+void triangular_solve_unblocked(const at::Tensor& M, const at::Tensor& B, bool left, bool upper, bool transpose,
+                                bool unit) {
   const at::Tensor b = column_major_work(B);
   const int64_t rows = b.size(-2), cols = b.size(-1), nrhs = left ? cols : rows;
   TORCH_INTERNAL_ASSERT(M.dim() >= 2 && M.mT().is_contiguous() && at::native::batchCount(M) == at::native::batchCount(b));
@@ -75,6 +77,38 @@ void triangular_solve_in_place(const at::Tensor& M, const at::Tensor& B, bool le
     tocl::enqueue_1d(device, current_stream_of(B), k, static_cast<size_t>(batches * blocks) * wg, wg);
   }
   finish_work(B, b);
+}
+
+}  // namespace
+
+void triangular_solve_blocked(const at::Tensor& T, const at::Tensor& X, bool lower, bool unit) {
+  const int64_t n = T.size(-1);
+  const auto batch = X.sizes().slice(0, X.dim() - 2).vec();
+  auto square = batch;
+  square.insert(square.end(), {n, n});
+  const at::Tensor Tx = T.expand(square);
+  for (int64_t s = 0; s < n; s += kTriangularBlock) {
+    const int64_t ib = std::min(kTriangularBlock, n - s), i0 = lower ? s : n - s - ib;
+    const at::Tensor D = column_major_work(Tx.narrow(-2, i0, ib).narrow(-1, i0, ib));
+    const at::Tensor Xi = X.narrow(-2, i0, ib), xi = column_major_work(Xi);
+    triangular_solve_unblocked(D, xi, /*left=*/true, /*upper=*/!lower, /*transpose=*/false, unit);
+    finish_work(Xi, xi);
+    const int64_t first = lower ? i0 + ib : 0, count = lower ? n - i0 - ib : i0;
+    if (count > 0) X.narrow(-2, first, count).sub_(at::matmul(Tx.narrow(-2, first, count).narrow(-1, i0, ib), xi));
+  }
+}
+
+void triangular_solve_in_place(const at::Tensor& M, const at::Tensor& B, bool left, bool upper, bool transpose,
+                               bool unit) {
+  if (B.numel() == 0) return;
+  const c10::DeviceGuard guard(B.device());
+  const int64_t n = left ? B.size(-2) : B.size(-1);
+  if (n < kBlockedFrom) return triangular_solve_unblocked(M, B, left, upper, transpose, unit);
+  // As a left solve T X = B with T = op(M) (or, right, op(M)^T X^T = B^T).
+  if (left)
+    triangular_solve_blocked(transpose ? M.mT() : M, B, /*lower=*/upper == transpose, unit);
+  else
+    triangular_solve_blocked(transpose ? M : M.mT(), B.mT(), /*lower=*/upper != transpose, unit);
 }
 
 }  // namespace torch_opencl

@@ -29,10 +29,20 @@ at::Tensor column_major_work(const at::Tensor& t);
 at::Tensor contiguous_work(const at::Tensor& t);
 void finish_work(const at::Tensor& t, const at::Tensor& work);
 
+// The blocked forms (LAPACK's blocked getrf, BLAS's blocked trsm) from this many rows and columns: blocks of
+// kTriangularBlock (LU's panels of as many columns) by the unblocked kernels, the rest of the arithmetic in GEMMs
+// across the device (the unblocked kernels give a matrix one work-group, or one work-item).
+constexpr int64_t kBlockedFrom = 128;
+constexpr int64_t kTriangularBlock = 64;
+
 // op(M) X = B (left) or X op(M) = B in place of B, op(M) = M^T where `transpose`, M read from its upper or lower
 // triangle (unit: ones on its diagonal instead of M's). M: a batch of n x n column-major matrices, n * n apart, as
 // many as B has; B: a batch of column-major matrices.
 void triangular_solve_in_place(const at::Tensor& M, const at::Tensor& B, bool left, bool upper, bool transpose,
                                bool unit);
+
+// T X = B in place of X (any layouts; T's batch broadcast over X's), T lower or upper triangular (only that triangle
+// is read; unit: ones on the diagonal), blocked as above.
+void triangular_solve_blocked(const at::Tensor& T, const at::Tensor& X, bool lower, bool unit);
 
 }  // namespace torch_opencl

@@ -63,9 +63,7 @@ void pivots_to_permutation(const Tensor& perm, const Tensor& pivots, int64_t m, 
   tocl::enqueue_1d(device_index(perm), current_stream_of(perm), kernel, static_cast<size_t>(batches));
 }
 
-// Columns per panel of the blocked LU, and the size from which it runs (below, the unblocked kernels are faster).
-constexpr int64_t kPanel = 64;
-constexpr int64_t kBlockedFrom = 2 * kPanel;
+constexpr int64_t kPanel = kTriangularBlock;
 
 // LAPACK's blocked right-looking getrf on column-major a: each panel of kPanel columns factored unblocked, its row
 // interchanges applied to the other columns, U's block row by a triangular solve and the trailing matrix updated by
@@ -149,7 +147,23 @@ void lu_solve_kernel(const Tensor& LU, const Tensor& pivots, const Tensor& B, at
   const int device = device_index(B);
   const int64_t batches = at::native::batchCount(b);
   const cl_int transposed = trans == at::native::TransposeType::Transpose;
-  if (serial_matrix(device, n)) {
+  if (n >= kBlockedFrom) {
+    // Blocked: the interchanges as one gather (or scatter) of rows, then the two blocked triangular solves.
+    auto perm_shape = lu_batch_shape.vec();
+    perm_shape.push_back(n);
+    const Tensor perm = at::arange(n, B.options().dtype(at::kLong)).expand(perm_shape).contiguous();
+    pivots_to_permutation(perm, piv, n, n);
+    const Tensor rows = perm.unsqueeze(-1).expand(b.sizes());
+    if (!transposed) {
+      b.copy_(b.gather(-2, rows));
+      triangular_solve_blocked(lu, b, /*lower=*/true, /*unit=*/true);
+      triangular_solve_blocked(lu, b, /*lower=*/false, /*unit=*/false);
+    } else {
+      triangular_solve_blocked(lu.mT(), b, /*lower=*/true, /*unit=*/false);
+      triangular_solve_blocked(lu.mT(), b, /*lower=*/false, /*unit=*/true);
+      b.scatter_(-2, rows, b.clone());
+    }
+  } else if (serial_matrix(device, n)) {
     cl_kernel k = linalg_kernel(B, "lu_solve_small");
     tocl::set_args(k, buffer_arg(lu), buffer_arg(piv), buffer_arg(lu_batch), static_cast<cl_int>(broadcast),
                    buffer_arg(b), static_cast<cl_long>(n * nrhs), static_cast<cl_int>(n), static_cast<cl_int>(nrhs),
