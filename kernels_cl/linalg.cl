@@ -3,10 +3,11 @@
 // (matrix, block of right-hand sides) (solves). Matrices
 // are column-major ("F-contiguous", as LAPACK's): element (i, j) of a matrix with leading dimension ld at
 // i + j * ld, so a column is contiguous and consecutive work-items touch consecutive rows.
-// T_T is float or double, SFMIN its smallest normal value; WG, the group size, a power of two.
+// T_T is float or double; WG, the group size, a power of two.
 
-// Products and differences are rounded separately, as CPU's LAPACK rounds them (a contracted multiply-add leaves
-// 1e-7 where LAPACK's exact cancellation finds a singular matrix's zero pivot).
+// Products and differences are rounded separately and multipliers divided, which matched CPU's LAPACK (MKL) best on
+// exactly singular and semidefinite matrices (a contracted multiply-add, or a reciprocal, leaves 1e-7 where its
+// exact cancellation finds a zero pivot); such matrices' last pivot can still differ from CPU's by an ulp.
 #pragma OPENCL FP_CONTRACT OFF
 
 // Work-items over an R x C block (rows fastest): rows r = rl, rl + row_step, ... and columns c = cl, cl + CL,
@@ -94,12 +95,10 @@ __kernel void lu_factor(__global T_T* a, ulong a_off, __global int* pivots, ulon
       }
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
-    // The multipliers; a zero pivot leaves its column (LAPACK's getf2). A reciprocal where it is safe, as LAPACK.
-    if (pv != 0) {
-      const int safe = fabs(pv) >= SFMIN;
-      const T_T r = (T_T)1 / pv;
-      for (int i = j + 1 + lid; i < m; i += WG) col[i] = safe ? col[i] * r : col[i] / pv;
-    }
+    // The multipliers, divided (a reciprocal's rounding would leave a rank-deficient matrix's exact zero pivot
+    // nonzero, where CPU's LAPACK finds it); a zero pivot leaves its column (LAPACK's getf2).
+    if (pv != 0)
+      for (int i = j + 1 + lid; i < m; i += WG) col[i] /= pv;
     barrier(CLK_GLOBAL_MEM_FENCE);
     const int R = m - j - 1, C = n - j - 1;
     if (R > 0 && C > 0) {
@@ -227,9 +226,9 @@ __kernel void cholesky(__global T_T* a, ulong a_off, __global int* info, ulong i
     if (!failed && !(d > 0)) failed = j + 1;  // every item reads the same d: the same decision
     barrier(CLK_GLOBAL_MEM_FENCE);
     if (!failed) {
-      const T_T s = sqrt(d), r = (T_T)1 / s;
+      const T_T s = sqrt(d);
       if (lid == 0) CH(j, j) = s;
-      for (int i = j + 1 + lid; i < n; i += WG) CH(i, j) *= r;
+      for (int i = j + 1 + lid; i < n; i += WG) CH(i, j) /= s;
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
     const int R = n - j - 1;
@@ -283,11 +282,8 @@ __kernel void lu_factor_small(__global T_T* a, ulong a_off, __global int* pivots
         a[p + c * m] = t;
       }
     }
-    if (pv != 0) {
-      const int safe = fabs(pv) >= SFMIN;
-      const T_T r = (T_T)1 / pv;
-      for (int i = j + 1; i < m; ++i) col[i] = safe ? col[i] * r : col[i] / pv;
-    }
+    if (pv != 0)
+      for (int i = j + 1; i < m; ++i) col[i] /= pv;
     for (int c = j + 1; c < n; ++c) {
       __global T_T* x = a + c * m;
       const T_T u = x[j];

@@ -265,8 +265,12 @@ def test_solve_inv_det_slogdet(dtype):
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_singular_matrices(dtype):
     singular = torch.tensor([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]], dtype=dtype)
-    # det 0 exactly, slogdet (0, -inf) as CPU's.
+    # det 0 exactly, slogdet (0, -inf) as CPU's; rank one with equal entries (the multiplier is exactly 1 only when
+    # divided: a reciprocal's rounding leaves a nonzero pivot where LAPACK finds 0).
     same(torch.linalg.det, singular, dtype=dtype)
+    for v in (1.5409960746765137, 0.1, 3.0, -7.7):
+        same(torch.linalg.slogdet, torch.full((2, 2), v, dtype=dtype), dtype=dtype)
+        same(torch.linalg.det, torch.full((3, 3), v, dtype=dtype), dtype=dtype)
     same(torch.linalg.slogdet, singular, dtype=dtype)
     same(torch.linalg.det, torch.zeros(2, 4, 4, dtype=dtype), dtype=dtype)
     # inv and solve raise CPU's errors (torch.linalg.LinAlgError), batched or not.
@@ -479,6 +483,13 @@ def test_cholesky(dtype):
     with native_only():
         got = torch.linalg.cholesky_ex(bad.to(DEV)).info
     assert torch.equal(got.cpu(), want), (got, want)
+    # Semidefinite: whether the last pivot is 0 or an ulp decides info (rounding as CPU's on these; not on every
+    # value: MKL's order is its own).
+    for v in (0.1, 3.0, 2.2, 0.7, 5.3):
+        semi = torch.full((2, 2), v, dtype=dtype)
+        want = torch.linalg.cholesky_ex(semi).info
+        with native_only():
+            assert torch.equal(torch.linalg.cholesky_ex(semi.to(DEV)).info.cpu(), want), (v, want)
     raises_like_cpu(torch.linalg.cholesky, bad)
     raises_like_cpu(torch.linalg.cholesky, bad[2])
     raises_like_cpu(torch.linalg.cholesky, torch.randn(3, 4).to(dtype))

@@ -33,9 +33,7 @@ size_t linalg_group(int device) {
 cl_kernel linalg_kernel(const at::Tensor& like, const char* name) {
   const int device = device_index(like);
   const auto type = like.scalar_type();
-  const std::string sfmin = type == at::kDouble ? "DBL_MIN" : "FLT_MIN";
-  return tocl::get_kernel(
-      dtype_program(device, "linalg.cl", type, at::kInt, linalg_group(device), "#define SFMIN " + sfmin + "\n"), name);
+  return tocl::get_kernel(dtype_program(device, "linalg.cl", type, at::kInt, linalg_group(device)), name);
 }
 
 bool serial_matrix(int device, int64_t n) { return n <= static_cast<int64_t>(tocl::kernel_forms(device).linalg_serial_max); }
