@@ -170,7 +170,7 @@ def test_lu_factor_errors_out_and_aliases(dtype):
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_lu_factor_without_pivoting(dtype):
     # CPU's LAPACK refuses pivot=False; here (as on CUDA) the rows stay and the pivots are 1..k.
-    for n in (6, 70):  # the kernel of a work-item per matrix and the work-group one
+    for n in (6, 70, 130):  # a work-item per matrix, a work-group per matrix, blocked
         A = well_conditioned(n, n, dtype=dtype, seed=3)
         with native_only():
             LU, piv, info = torch.linalg.lu_factor_ex(A.to(DEV), pivot=False)
