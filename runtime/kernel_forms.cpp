@@ -95,6 +95,8 @@ KernelForms choose(const DeviceInfo& d) {
   // CPU form took 0.33x and 0.76x the math path's time at head dims 16 and 64.
   f.attention_fused_max_head_dim = f.gpu() ? 32 : 128;
 
+  f.linalg_serial_max = f.gpu() ? 16 : 64;
+
   const char* sync_checks = std::getenv("TORCH_OPENCL_SYNC_INDEX_CHECKS");
   f.deferred_index_checks = f.gpu() && !(sync_checks && std::string(sync_checks) == "1");
 

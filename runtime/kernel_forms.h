@@ -156,6 +156,14 @@ struct KernelForms {
   // walks every key serially, which loses to GEMMs on a GPU once a row is long (bench_attention.py --sweep).
   size_t attention_fused_max_head_dim = 128;
 
+  // ---- Dense linear algebra (aten/native/linalg_*.cpp, kernels_cl/linalg.cl) ----
+  // Matrices of at most this many rows and columns take the kernels of a work-item per matrix (LU) or per
+  // (matrix, right-hand side) (the solves); larger ones a work-group per matrix (or per block of right-hand
+  // sides), stepping column by column with barriers between. PoCL runs a group's barriers at a high cost (LU of
+  // 256 32x32 matrices: 15.4 ms a group each, 0.93 ms an item each; one 64x64: 236 us against 77): the CPU
+  // form walks matrices up to 64x64 in one work-item; GPUs, slow per thread, only up to 16x16.
+  size_t linalg_serial_max = 16;
+
   // ---- Index checks of nll_loss targets, embedding indices and compiled graphs' indirect loads ----
   // Deferred (runtime/deferred_errors.h): the bad index is recorded on the device and raised at the next
   // wait, so the op does not stall the queue; GPU class. Otherwise the op waits for its check and raises

@@ -636,7 +636,8 @@ def _multinomial(x, a):
     return torch.multinomial(x[0], a["n"], replacement=a["replacement"])
 
 
-# Operators with no opencl kernel: the boxed CPU fallback (and its layouts: strides compared).
+# Operators that had no opencl kernel when this family was written: the boxed CPU fallback (and its layouts: strides
+# compared). det, slogdet, logdet, inv and cholesky_ex are native now (aten/native/linalg_*.cpp), kthvalue and cross too.
 for _name, _f in {
     "det": lambda x, a: torch.linalg.det(x[0]), "slogdet": lambda x, a: torch.linalg.slogdet(x[0]),
     "logdet": lambda x, a: torch.logdet(x[0]), "inv": lambda x, a: torch.linalg.inv(x[0]),

@@ -62,6 +62,7 @@ loss = loss + F.grid_sample(img, torch.rand(2, 3, 4, 2, device=dev) * 2 - 1, ali
 loss = loss + F.embedding_bag(i, x, i.new_tensor([0, 2]), mode="max").sum()                  # embedding_bag.cl
 loss = loss + F.pdist(x).sum()                                                               # distance.cl
 torch.multinomial(xd[:2].abs() + 0.1, 3, replacement=True)                                  # multinomial.cl
+torch.linalg.solve(xd[:, :6] + 9 * torch.eye(6, device=dev), xd[:, :2]); torch.linalg.cholesky(torch.eye(3, device=dev))  # linalg.cl
 loss = loss + F.ctc_loss(F.log_softmax(x[:, :6].reshape(6, 1, 6), 2), i.new_tensor([[1, 2]]), [6], [2])  # ctc_loss.cl
 loss = loss + F.conv2d(torch.randn(1, 16, 4, 4, device=dev), torch.randn(16, 16, 3, 3, device=dev)).sum()  # winograd.cl (gpu)
 loss = loss + (x @ torch.randn(70, 8, device=dev)).sum()                                     # gemm.cl (cpu class)

@@ -128,6 +128,10 @@ struct StructuredOut final : public Meta {
   // Two outputs (e.g. values and indices).
   StructuredOut(const at::Tensor& out0, const at::Tensor& out1)
       : outputs_{std::ref(out0), std::ref(out1)}, in_place_(false) {}
+  // Three or more outputs (the linalg families: LU, pivots, info, ...).
+  template <class... Rest, std::enable_if_t<sizeof...(Rest) + 3 == N, int> = 0>
+  StructuredOut(const at::Tensor& out0, const at::Tensor& out1, const at::Tensor& out2, const Rest&... rest)
+      : outputs_{std::ref(out0), std::ref(out1), std::ref(out2), std::ref(rest)...}, in_place_(false) {}
   void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options TOCL_OUTPUT_NAMES) override {
     set(i, sizes, strides, options TOCL_PASS_OUTPUT_NAMES);
   }
