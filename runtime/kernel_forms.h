@@ -51,7 +51,7 @@ struct KernelForms {
   size_t compute_units = 1;  // work-groups in flight per wave, for the plans
   // Tensor cores through inline PTX (kernels_cl/gemm_mma.cl, aten/native/gemm_mma.cpp): mma.sync on NVIDIA
   // devices of compute capability 8.0 and up, for float16/bfloat16 products (the same float products and
-  // float sums as the tiled kernel, 1.5-3x faster) and float32 ones where torch's float32 matmul precision
+  // float sums as the tiled kernel; on the H100 autocast's GPT step went 48.9 -> 38.2 ms) and float32 ones where torch's float32 matmul precision
   // is not "highest" (TF32, as CUDA). TORCH_OPENCL_TENSOR_CORES=0|1 overrides; where the driver cannot
   // build the kernel, the products go on without it (one warning).
   bool tensor_core_gemm = false;
