@@ -294,70 +294,82 @@ __kernel void adaptive_avg_pool_backward(__global T_T* grad_in, ulong gi_offset,
   STORE_T(grad_in, gi_offset + e, acc);
 }
 
-// Adaptive max pooling, as CPU's kernel: the window [start_index, end_index) per dim; the first maximum, or
-// the last NaN (a NaN replaces the max and nothing but a later NaN replaces it); from -inf, so a window of
-// -inf values gives its first element's index. One work-item per output element.
-__kernel void adaptive_max_pool2d_forward(__global T_T* out, ulong out_offset, __global long* indices,
-                                          ulong ind_offset, __global const T_T* in, ulong in_offset, long total,
-                                          Pool p) {
+// Adaptive max pooling (2-d: depth 1), as CPU's kernels: the window [start_index, end_index) per dim; the first
+// maximum, or the last NaN (a NaN replaces the max and nothing but a later NaN replaces it); from -inf, so a
+// window of -inf values gives its first element's index, (d * IH + h) * IW + w within the plane. One work-item
+// per output element.
+__kernel void adaptive_max_pool_forward(__global T_T* out, ulong out_offset, __global long* indices,
+                                        ulong ind_offset, __global const T_T* in, ulong in_offset, long total,
+                                        Pool p) {
   const long e = get_global_id(0);
   if (e >= total) return;
-  const long ow = e % p.OW, oh = (e / p.OW) % p.OH, plane = e / (p.OW * p.OH);
+  const long ow = e % p.OW, oh = (e / p.OW) % p.OH, od = (e / (p.OW * p.OH)) % p.OD;
+  const long plane = e / (p.OW * p.OH * p.OD);
+  const long d0 = start_index(od, p.OD, p.ID), d1 = end_index(od, p.OD, p.ID);
   const long h0 = start_index(oh, p.OH, p.IH), h1 = end_index(oh, p.OH, p.IH);
   const long w0 = start_index(ow, p.OW, p.IW), w1 = end_index(ow, p.OW, p.IW);
-  __global const T_T* src = in + in_offset + plane * p.IH * p.IW;
+  __global const T_T* src = in + in_offset + plane * p.ID * p.IH * p.IW;
   ACC best = ACC_LOWEST;
-  long best_index = h0 * p.IW + w0;
-  for (long h = h0; h < h1; ++h)
-    for (long w = w0; w < w1; ++w) {
-      const ACC v = LOAD_T(src, h * p.IW + w);
-      if (v > best || v != v) {  // v != v: NaN
-        best = v;
-        best_index = h * p.IW + w;
+  long best_index = (d0 * p.IH + h0) * p.IW + w0;
+  for (long d = d0; d < d1; ++d)
+    for (long h = h0; h < h1; ++h)
+      for (long w = w0; w < w1; ++w) {
+        const long at = (d * p.IH + h) * p.IW + w;
+        const ACC v = LOAD_T(src, at);
+        if (v > best || v != v) {  // v != v: NaN
+          best = v;
+          best_index = at;
+        }
       }
-    }
   STORE_T(out, out_offset + e, best);
   indices[ind_offset + e] = best_index;
 }
 
-// Backward where windows overlap (IH % OH or IW % OW nonzero): one work-item per input element sums, in
-// CPU's order (oh, then ow), the gradients of the windows that hold it and chose it. No atomics; deterministic.
-__kernel void adaptive_max_pool2d_backward(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out,
-                                           ulong go_offset, __global const long* indices, ulong ind_offset,
-                                           long total, Pool p) {
+// Backward where windows overlap (some I % O nonzero): one work-item per input element sums, in CPU's order
+// (od, oh, then ow), the gradients of the windows that hold it and chose it. No atomics; deterministic.
+__kernel void adaptive_max_pool_backward(__global T_T* grad_in, ulong gi_offset, __global const T_T* grad_out,
+                                         ulong go_offset, __global const long* indices, ulong ind_offset,
+                                         long total, Pool p) {
   const long e = get_global_id(0);
   if (e >= total) return;
-  const long w = e % p.IW, h = (e / p.IW) % p.IH, plane = e / (p.IW * p.IH);
-  const long base = plane * p.OH * p.OW, me = h * p.IW + w;
+  const long w = e % p.IW, h = (e / p.IW) % p.IH, d = (e / (p.IW * p.IH)) % p.ID, plane = e / (p.IW * p.IH * p.ID);
+  const long base = plane * p.OD * p.OH * p.OW, me = (d * p.IH + h) * p.IW + w;
+  const long od0 = first_adaptive(d, p.OD, p.ID), od1 = last_adaptive(d, p.OD, p.ID);
   const long oh0 = first_adaptive(h, p.OH, p.IH), oh1 = last_adaptive(h, p.OH, p.IH);
   const long ow0 = first_adaptive(w, p.OW, p.IW), ow1 = last_adaptive(w, p.OW, p.IW);
   ACC acc = 0;
-  for (long oh = oh0; oh < oh1; ++oh) {
-    if (h < start_index(oh, p.OH, p.IH) || h >= end_index(oh, p.OH, p.IH)) continue;
-    for (long ow = ow0; ow < ow1; ++ow) {
-      if (w < start_index(ow, p.OW, p.IW) || w >= end_index(ow, p.OW, p.IW)) continue;
-      const long o = base + oh * p.OW + ow;
-      if (indices[ind_offset + o] == me) acc += LOAD_T(grad_out, go_offset + o);
+  for (long od = od0; od < od1; ++od) {
+    if (d < start_index(od, p.OD, p.ID) || d >= end_index(od, p.OD, p.ID)) continue;
+    for (long oh = oh0; oh < oh1; ++oh) {
+      if (h < start_index(oh, p.OH, p.IH) || h >= end_index(oh, p.OH, p.IH)) continue;
+      for (long ow = ow0; ow < ow1; ++ow) {
+        if (w < start_index(ow, p.OW, p.IW) || w >= end_index(ow, p.OW, p.IW)) continue;
+        const long o = base + (od * p.OH + oh) * p.OW + ow;
+        if (indices[ind_offset + o] == me) acc += LOAD_T(grad_out, go_offset + o);
+      }
     }
   }
   STORE_T(grad_in, gi_offset + e, acc);
 }
 
-// Backward where windows tile the input (IH % OH == 0 and IW % OW == 0, so none overlap): grad_in is zeroed
-// first and each output element stores its gradient at its index when that lies in its window (one writer
-// per input element).
-__kernel void adaptive_max_pool2d_backward_scatter(__global T_T* grad_in, ulong gi_offset,
-                                                   __global const T_T* grad_out, ulong go_offset,
-                                                   __global const long* indices, ulong ind_offset, long total,
-                                                   Pool p) {
+// Backward where windows tile the input (I % O == 0 in every dim, so none overlap): grad_in is zeroed first and
+// each output element stores its gradient at its index when that lies in its window (one writer per input
+// element).
+__kernel void adaptive_max_pool_backward_scatter(__global T_T* grad_in, ulong gi_offset,
+                                                 __global const T_T* grad_out, ulong go_offset,
+                                                 __global const long* indices, ulong ind_offset, long total,
+                                                 Pool p) {
   const long e = get_global_id(0);
   if (e >= total) return;
-  const long ow = e % p.OW, oh = (e / p.OW) % p.OH, plane = e / (p.OW * p.OH);
+  const long ow = e % p.OW, oh = (e / p.OW) % p.OH, od = (e / (p.OW * p.OH)) % p.OD;
+  const long plane = e / (p.OW * p.OH * p.OD);
   const long index = indices[ind_offset + e];
-  const long h = index >= 0 ? index / p.IW : -1, w = index - h * p.IW;
-  const bool mine = h >= start_index(oh, p.OH, p.IH) && h < end_index(oh, p.OH, p.IH) &&
+  const long w = index >= 0 ? index % p.IW : -1, h = index >= 0 ? (index / p.IW) % p.IH : -1;
+  const long d = index >= 0 ? index / (p.IW * p.IH) : -1;
+  const bool mine = d >= start_index(od, p.OD, p.ID) && d < end_index(od, p.OD, p.ID) &&
+                    h >= start_index(oh, p.OH, p.IH) && h < end_index(oh, p.OH, p.IH) &&
                     w >= start_index(ow, p.OW, p.IW) && w < end_index(ow, p.OW, p.IW);
-  if (mine) STORE_T(grad_in, gi_offset + plane * p.IH * p.IW + index, LOAD_T(grad_out, go_offset + e));
+  if (mine) STORE_T(grad_in, gi_offset + plane * p.ID * p.IH * p.IW + index, LOAD_T(grad_out, go_offset + e));
 }
 
 // 3-d max pooling (windows of any size; long index math): out and indices (position (d * IH + h) * IW + w

@@ -356,9 +356,10 @@ def test_large_gemm_uses_tuned_kernel(clblast_only):
         close(out, torch.stack([a @ b, b @ a]))
 
 
-def test_other_dtypes_run_on_cpu_and_are_counted():
-    a = torch.randint(-5, 5, (4, 3))
-    b = torch.randint(-5, 5, (3, 2))
+def test_complex_runs_on_cpu_and_is_counted():
+    # Integers are native (test_int_matmul.py); complex products still run on the counted CPU fallback.
+    a = torch.complex(rnd(4, 3), rnd(4, 3, seed=1))
+    b = torch.complex(rnd(3, 2, seed=2), rnd(3, 2, seed=3))
     torch.opencl.reset_fallback_stats()
     previous = torch.opencl.fallback_mode()
     torch.opencl.set_fallback_mode("silent")
@@ -366,8 +367,8 @@ def test_other_dtypes_run_on_cpu_and_are_counted():
         r = torch.mm(a.to(DEV), b.to(DEV))
     finally:
         torch.opencl.set_fallback_mode(previous)
-    assert r.device.type == DEV and r.dtype == torch.int64
-    assert torch.equal(r.cpu(), a @ b)
+    assert r.device.type == DEV and r.dtype == torch.complex64
+    torch.testing.assert_close(r.cpu(), a @ b)
     assert torch.opencl.fallback_stats().get("aten::mm", 0) == 1
     with native_only(), pytest.raises(RuntimeError, match="aten::mm"):
         torch.mm(a.to(DEV), b.to(DEV))

@@ -40,8 +40,8 @@ def same_storage(a, b):
 
 
 # The operators in these tests have no opencl kernel (igamma, geqrf, mvlgamma, modified_bessel_i0/i1,
-# grid_sampler_3d, modified_bessel_k0): each test asserts the fallback served it, so native kernels cannot hide
-# its paths. (hypot, lgamma, erfcx, cdist, kthvalue and histc served here until they went native.)
+# fractional_max_pool2d, modified_bessel_k0): each test asserts the fallback served it, so native kernels cannot hide
+# its paths. (hypot, lgamma, erfcx, cdist, kthvalue, histc and grid_sampler_3d served here until they went native.)
 def positive(t):
     return t.abs() + 0.5
 def _served_by_fallback(name):
@@ -258,14 +258,17 @@ def test_view_of_a_view_with_storage_offset():
 def test_autograd_through_the_fallback():
     base = cpu_data(24)
     w = base.clone().to(DEV).requires_grad_()
+    samples = torch.tensor([[[0.3, 0.7]]])
     torch.opencl.reset_fallback_stats()
-    # 3-d grid sampling's forward and its backward (one call for both inputs' gradients) on the fallback
-    sample = lambda w: torch.nn.functional.grid_sample(w[:18].view(1, 1, 2, 3, 3), (w[:12].view(1, 1, 2, 2, 3) * 0.3 + 0.1),
-                                                       align_corners=False)
-    (sample(w).sin() * 2).sum().backward()
-    assert torch.opencl.fallback_stats() == {"aten::grid_sampler_3d": 1, "aten::grid_sampler_3d_backward": 1}
+    # fractional max pooling's forward and its backward on the fallback (its random samples given)
+    pool = lambda w, s: torch.nn.functional.fractional_max_pool2d(w.view(1, 1, 4, 6), 2, output_size=(2, 3),
+                                                                  _random_samples=s)
+    (pool(w, samples.to(DEV)).sin() * 2).sum().backward()
+    # (structured operators reach the fallback as their out= forms)
+    assert torch.opencl.fallback_stats() == {"aten::fractional_max_pool2d.output": 1,
+                                             "aten::fractional_max_pool2d_backward.grad_input": 1}
     wc = base.clone().requires_grad_()
-    (sample(wc).sin() * 2).sum().backward()
+    (pool(wc, samples).sin() * 2).sum().backward()
     torch.testing.assert_close(w.grad.cpu(), wc.grad)
 
 

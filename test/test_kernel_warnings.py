@@ -59,6 +59,8 @@ loss = loss + F.fold(F.unfold(img, 3, padding=1), (9, 9), 3, padding=1).sum()   
 F.fold(torch.randn(1, 4, 9, device=dev).half(), (4, 4), 2)                                   # its ROUND_T for half
 loss = loss + F.adaptive_max_pool2d(img, 4).sum() + torch.linalg.cross(x[:, :3], x[:, 3:6]).sum()  # cross.cl
 loss = loss + F.grid_sample(img, torch.rand(2, 3, 4, 2, device=dev) * 2 - 1, align_corners=False).sum()  # grid_sample.cl
+loss = loss + F.grid_sample(img[:, :, None], torch.rand(2, 1, 3, 4, 3, device=dev) * 2 - 1, align_corners=True).sum()  # grid_sample_3d.cl
+torch.mm(i.view(5, 1), i.view(1, 5))                                                         # gemm_integer.cl
 loss = loss + F.embedding_bag(i, x, i.new_tensor([0, 2]), mode="max").sum()                  # embedding_bag.cl
 loss = loss + F.pdist(x).sum()                                                               # distance.cl
 torch.multinomial(xd[:2].abs() + 0.1, 3, replacement=True)                                  # multinomial.cl

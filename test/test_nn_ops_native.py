@@ -1,5 +1,5 @@
 """F.embedding_bag (aten::_embedding_bag, _embedding_bag_forward_only and their backwards), F.max_unpool2d /
-F.max_unpool1d, F.channel_shuffle and torch.renorm run natively on opencl: values, auxiliary outputs,
+F.max_unpool1d, F.max_unpool3d, F.channel_shuffle and torch.renorm run natively on opencl: values, auxiliary outputs,
 gradients, layouts, out= forms and errors against CPU PyTorch, with no CPU fallback (native_only)."""
 import re
 
@@ -178,6 +178,48 @@ def test_max_unpool_errors():
     raises_like_cpu(lambda t, i: torch.ops.aten.max_unpool2d(t, i, [4, 4]), x, torch.zeros(1, 2, 2, 1).long())
     raises_like_cpu(lambda t, i: torch.ops.aten.max_unpool2d(t, i, [4, 4]), data(1, 0, 2, 2),
                     torch.zeros(1, 0, 2, 2).long())
+
+
+# ---- max_unpool3d ----
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_max_unpool3d_matches_cpu(dtype):
+    x = data(2, 3, 6, 5, 4, dtype=dtype)
+    for k, s, p in [(2, 2, 0), (3, 2, 1)]:
+        pooled, ind = F.max_pool3d(x, k, s, p, return_indices=True)
+        fn = lambda t, i: F.max_unpool3d(t, i, k, s, p, output_size=x.shape[-3:])
+        check_grads(fn, pooled, ind)
+        check_grads(fn, pooled.contiguous(memory_format=torch.channels_last_3d),
+                    ind.contiguous(memory_format=torch.channels_last_3d))
+        check_grads(fn, pooled[0], ind[0])  # no batch dim
+    check_grads(lambda t, i: F.max_unpool3d(t, i, 2), data(0, 3, 2, 2, 2, dtype=dtype),
+                torch.zeros(0, 3, 2, 2, 2, dtype=torch.long))
+    pooled, ind = F.max_pool3d(x, 2, return_indices=True)
+    check_grads(lambda t, i: F.max_unpool3d(t, i, 2, output_size=(7, 5, 5)), pooled, ind)  # a larger output
+    out = torch.empty(0, device=DEV, dtype=dtype)
+    with native_only():
+        torch._C._nn.max_unpool3d(pooled.to(DEV), ind.to(DEV), [6, 5, 4], [2, 2, 2], [0, 0, 0], out=out)
+    assert_same_as_cpu(out, torch._C._nn.max_unpool3d(pooled, ind, [6, 5, 4], [2, 2, 2], [0, 0, 0]))
+    for reduced in (torch.float16, torch.bfloat16):
+        check_grads(lambda t, i: F.max_unpool3d(t, i, 2, output_size=(6, 5, 4)), pooled.to(reduced), ind,
+                    tol={reduced: 0})  # copies: exact
+
+
+def test_max_unpool3d_errors():
+    x, i = data(1, 2, 2, 2, 2), torch.zeros(1, 2, 2, 2, 2, dtype=torch.long)
+    unpool = lambda size=(4, 4, 4), stride=(2, 2, 2), padding=(0, 0, 0): (
+        lambda t, j: torch.ops.aten.max_unpool3d(t, j, size, stride, padding))
+    raises_like_cpu(unpool(), x, torch.full((1, 2, 2, 2, 2), 64), bad_index=True)
+    raises_like_cpu(unpool(), x, torch.full((1, 2, 2, 2, 2), -1), bad_index=True)
+    raises_like_cpu(unpool(), x, i.int())
+    raises_like_cpu(unpool(size=(4, 4)), x, i)
+    raises_like_cpu(unpool(stride=(2, 2)), x, i)
+    raises_like_cpu(unpool(padding=(0, 0)), x, i)
+    raises_like_cpu(unpool(stride=(0, 2, 2)), x, i)
+    raises_like_cpu(unpool(), x[0, 0], i[0, 0])
+    raises_like_cpu(unpool(), x, i[:, :1])
+    raises_like_cpu(unpool(), data(1, 0, 2, 2, 2), i[:, :0])
+    raises_like_cpu(unpool(), x.long(), i)
 
 
 # ---- channel_shuffle, renorm ----

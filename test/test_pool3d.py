@@ -1,7 +1,7 @@
-"""F.max_pool3d, F.avg_pool3d, F.adaptive_avg_pool3d (and F.local_response_norm, which rides on avg_pool3d)
-run natively on opencl: values, indices (CPU's choice for ties and NaN), gradients, layouts, out= forms and
-errors against CPU PyTorch, with no CPU fallback (native_only). Checks are grouped per dtype so the test
-compiles few programs."""
+"""F.max_pool3d, F.avg_pool3d, F.adaptive_avg_pool3d, F.adaptive_max_pool3d (and F.local_response_norm, which
+rides on avg_pool3d) run natively on opencl: values, indices (CPU's choice for ties and NaN), gradients,
+layouts, out= forms and errors against CPU PyTorch, with no CPU fallback (native_only). Checks are grouped
+per dtype so the test compiles few programs."""
 import re
 
 import pytest
@@ -228,3 +228,56 @@ def test_adaptive_avg_pool3d_errors_and_reduced_floats():
         xr = x.to(dtype)
         for fn in [lambda t: F.adaptive_avg_pool3d(t, (3, 2, 3)), lambda t: F.max_pool3d(t, 2, 1, 1)]:
             check_grad(fn, xr)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_adaptive_max_pool3d_matches_cpu(dtype):
+    x = data(2, 3, 7, 6, 5, dtype=dtype)
+    # tiling windows (the scatter backward), overlapping ones (the gather), None sizes, output larger than input
+    for size in [(7, 3, 5), (1, 1, 1), (3, 4, 2), (None, 4, 3), (9, 8, 6)]:
+        for t in layouts(x):
+            check_grad(lambda u: F.adaptive_max_pool3d(u, size), t)
+            with native_only():
+                got = F.adaptive_max_pool3d(t.to(DEV), size, return_indices=True)
+            assert_same_as_cpu(got, F.adaptive_max_pool3d(t, size, return_indices=True))
+    check_grad(lambda u: F.adaptive_max_pool3d(u, (2, 3, 2)), data(3, 5, 4, 6, dtype=dtype))  # no batch dim
+    # ties (the first maximum), NaN (the last), a window of -inf (its first element), inf
+    ties = torch.randint(0, 3, (1, 2, 5, 5, 5)).to(dtype)
+    y = data(1, 2, 4, 4, 4, dtype=dtype)
+    y[0, 0, 1, 1, 1] = y[0, 0, 1, 1, 0] = float("nan")
+    y[0, 1, :2, :2, :2] = float("-inf")
+    y[0, 1, 3, 3, 3] = float("inf")
+    for t, size in [(ties, (2, 3, 2)), (ties, 5), (y, 2), (y, 3)]:
+        with native_only():
+            got = F.adaptive_max_pool3d(t.to(DEV), size, return_indices=True)
+        assert_same_as_cpu(got, F.adaptive_max_pool3d(t, size, return_indices=True))
+    check_grad(lambda u: F.adaptive_max_pool3d(u, (2, 3, 2)), ties)
+
+
+def test_adaptive_max_pool3d_out_forms_reduced_floats_and_errors():
+    x = data(2, 3, 5, 6, 4)
+    want = torch.ops.aten.adaptive_max_pool3d(x, [2, 3, 3])
+    out, ind = torch.empty(0, device=DEV), torch.empty(0, device=DEV, dtype=torch.long)
+    g = data(*want[0].shape, seed=2)
+    with native_only():
+        torch.ops.aten.adaptive_max_pool3d.out(x.to(DEV), [2, 3, 3], out=out, indices=ind)
+        gi = torch.empty(0, device=DEV)
+        torch.ops.aten.adaptive_max_pool3d_backward.grad_input(g.to(DEV), x.to(DEV), ind, grad_input=gi)
+    assert_same_as_cpu((out, ind), want)
+    assert_same_as_cpu(gi, torch.ops.aten.adaptive_max_pool3d_backward(g, x, want[1]))
+    # indices pointing outside their windows (or the plane) are ignored: never read or written out of bounds
+    for size in ([5, 3, 2], [2, 4, 3]):  # tiling (scatter) and overlapping (gather) windows
+        shape = torch.ops.aten.adaptive_max_pool3d(x, size)[0].shape
+        bad = torch.full(shape, 10 ** 6, dtype=torch.long)
+        bad[0, 0, 0, 0, 0] = -7
+        with native_only():
+            gi = torch.ops.aten.adaptive_max_pool3d_backward(data(*shape).to(DEV), x.to(DEV), bad.to(DEV))
+        assert torch.equal(gi.cpu(), torch.zeros_like(x))
+    for dtype in [torch.float16, torch.bfloat16]:
+        check_grad(lambda t: F.adaptive_max_pool3d(t, (3, 2, 3)), x.to(dtype))
+    raises_like_cpu(lambda t: F.adaptive_max_pool3d(t, (2, 2)), x)
+    raises_like_cpu(lambda t: F.adaptive_max_pool3d(t, 2), data(3, 4, 4))
+    raises_like_cpu(lambda t: F.adaptive_max_pool3d(t, 2), data(2, 0, 4, 4, 4))
+    raises_like_cpu(lambda t: F.adaptive_max_pool3d(t, 2), x.long())
+    raises_like_cpu(lambda g, t, i: torch.ops.aten.adaptive_max_pool3d_backward(g, t, i), data(2, 3, 2, 2, 2).long(),
+                    x.long(), torch.zeros(2, 3, 2, 2, 2, dtype=torch.long))

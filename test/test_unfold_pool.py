@@ -243,8 +243,8 @@ def test_adaptive_max_pool2d_ties_nan_and_inf_match_cpu(size):
 
 def test_adaptive_max_pool2d_backward_forms():
     # Windows that tile the input take the scatter; overlapping ones the gather.
-    for shape, size, name in (((2, 3, 8, 6), (4, 3), "adaptive_max_pool2d_backward_scatter"),
-                              ((2, 3, 9, 6), (4, 3), "adaptive_max_pool2d_backward")):
+    for shape, size, name in (((2, 3, 8, 6), (4, 3), "adaptive_max_pool_backward_scatter"),
+                              ((2, 3, 9, 6), (4, 3), "adaptive_max_pool_backward")):
         xd = data(*shape).to(DEV).requires_grad_()
         with native_only(), launched_kernels() as names:
             F.adaptive_max_pool2d(xd, size).sum().backward()

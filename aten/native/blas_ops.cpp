@@ -1,6 +1,6 @@
-// Registration of the BLAS operators (aten/native/blas.cpp computes). ATen's structured
-// meta functions check shapes and dtypes as on CPU. Dtypes CLBlast does not
-// compute (integers, half, bfloat16) run on the CPU, counted as fallbacks.
+// Registration of the BLAS operators (aten/native/blas.cpp computes the float dtypes,
+// aten/native/gemm_integer.cpp the integers). ATen's structured meta functions check shapes and dtypes
+// as on CPU; bool raises CPU's error; complex runs on the CPU, counted as a fallback.
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/MetaFunctions.h>
@@ -8,6 +8,7 @@
 #include <torch/library.h>
 
 #include "aten/native/blas.h"
+#include "aten/native/gemm_integer.h"
 #include "aten/kernel_support/dtype_fallback.h"
 #include "aten/kernel_support/structured.h"
 #include "fallback/fallback.h"
@@ -76,6 +77,11 @@ struct Out final : public Meta {
 
 at::Tensor cpu(const at::Tensor& t) { return t.to(at::kCPU); }
 
+// CPU's error for bool, naming the kernel CPU dispatches to (its message names that, not the operator).
+void check_not_bool(const at::Tensor& result, const char* cpu_kernel) {
+  TORCH_CHECK_NOT_IMPLEMENTED(result.scalar_type() != at::kBool, "\"", cpu_kernel, "\" not implemented for 'Bool'");
+}
+
 void check_device(const char* op, const at::Tensor& out, std::initializer_list<const at::Tensor*> ts) {
   for (const at::Tensor* t : ts)
     TORCH_CHECK(t->device() == out.device(), op, ": expected all tensors to be on the same device, but found ",
@@ -98,6 +104,9 @@ at::Tensor addend_of(const at::Tensor& self, const at::Tensor& result, double be
 void addmm_impl(const at::Tensor& self, const at::Tensor& m1, const at::Tensor& m2, const c10::Scalar& beta,
                 const c10::Scalar& alpha, const at::Tensor& result, bool batched, const char* name) {
   check_device(name, result, {&self, &m1, &m2});
+  check_not_bool(result, batched ? "baddbmm" : "addmm_impl_cpu_");
+  if (integer_gemm_supports(result.scalar_type()))
+    return integer_gemm(m1, m2, result, alpha, beta, addend_of(self, result, beta.toDouble()));
   if (!blas_supports(result.scalar_type())) {
     return on_cpu(name, result, [&] {
       return batched ? at::baddbmm(cpu(self), cpu(m1), cpu(m2), beta, alpha)
@@ -131,13 +140,21 @@ void addmm_impl(const at::Tensor& self, const at::Tensor& m1, const at::Tensor& 
 
 STRUCTURED_FORMS(mm, structured_mm, const at::Tensor& self COMMA const at::Tensor& mat2, self COMMA mat2, {
   check_device("mm", result, {&self, &mat2});
+  TORCH_CHECK(self.dtype() == mat2.dtype(), "expected m1 and m2 to have the same dtype, but got: ", self.dtype(),
+              " != ", mat2.dtype());  // CPU's words (ATen's meta does not check)
+  check_not_bool(result, "addmm_impl_cpu_");
   if (blas_supports(result.scalar_type())) gemm(self, mat2, result, 1, 0);
+  else if (integer_gemm_supports(result.scalar_type())) integer_gemm(self, mat2, result, 1, 0);
   else on_cpu("aten::mm", result, [&] { return at::mm(cpu(self), cpu(mat2)); });
 })
 
 STRUCTURED_FORMS(bmm, structured_bmm, const at::Tensor& self COMMA const at::Tensor& mat2, self COMMA mat2, {
   check_device("bmm", result, {&self, &mat2});
+  TORCH_CHECK(self.scalar_type() == mat2.scalar_type(), "expected scalar type ", self.scalar_type(), " but found ",
+              mat2.scalar_type());  // CPU's words (ATen's meta does not check)
+  check_not_bool(result, "bmm");
   if (blas_supports(result.scalar_type())) gemm_batched(self, mat2, result, 1, 0);
+  else if (integer_gemm_supports(result.scalar_type())) integer_gemm(self, mat2, result, 1, 0);
   else on_cpu("aten::bmm", result, [&] { return at::bmm(cpu(self), cpu(mat2)); });
 })
 
@@ -154,6 +171,13 @@ STRUCTURED_FORMS(baddbmm, structured_baddbmm, ADD_PARAMS(batch1, batch2), ADD_AR
 void addmv_impl(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const c10::Scalar& beta,
                 const c10::Scalar& alpha, const at::Tensor& result) {
   check_device("addmv", result, {&self, &mat, &vec});
+  check_not_bool(result, "addmv_impl_cpu");
+  if (integer_gemm_supports(result.scalar_type())) {
+    // An (m, n) @ (n, 1) product; the addend (self, 1-D or 0-D, or result) as a column.
+    const at::Tensor addend = addend_of(self, result, beta.toDouble());
+    return integer_gemm(mat, vec.unsqueeze(1), result.unsqueeze(1), alpha, beta,
+                        addend.dim() == 1 ? addend.unsqueeze(1) : addend);
+  }
   if (!blas_supports(result.scalar_type()))
     return on_cpu("aten::addmv", result, [&] { return at::addmv(cpu(self), cpu(mat), cpu(vec), beta, alpha); });
   const double b = beta.toDouble();
@@ -198,8 +222,9 @@ at::Tensor& addbmm_into(const at::Tensor& self, const at::Tensor& batch1, const 
   TORCH_CHECK(batch1.scalar_type() == self.scalar_type() && batch2.scalar_type() == self.scalar_type(),
               "expected scalar type ", self.scalar_type(), " but found ",
               batch1.scalar_type() != self.scalar_type() ? batch1.scalar_type() : batch2.scalar_type());
-  if (!blas_supports(self.scalar_type()))
-    throw_dtype_not_native(c10::str("addbmm of ", self.scalar_type(), " (CLBlast computes float32 and float64)"));
+  check_not_bool(self, "addmm_impl_cpu_");
+  if (!blas_supports(self.scalar_type()) && !integer_gemm_supports(self.scalar_type()))
+    throw_dtype_not_native(c10::str("addbmm of ", self.scalar_type(), " (computed for real dtypes)"));
   at::Tensor addend = b_self;
   if (!in_place) {
     at::native::resize_output(result, {n, m});

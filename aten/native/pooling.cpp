@@ -1,5 +1,5 @@
 // Pooling: max_pool2d_with_indices, max_pool3d_with_indices, avg_pool2d, avg_pool3d, _adaptive_avg_pool2d,
-// _adaptive_avg_pool3d, adaptive_max_pool2d and their backwards. ATen's structured meta functions (or CPU's
+// _adaptive_avg_pool3d, adaptive_max_pool2d, adaptive_max_pool3d and their backwards. ATen's structured meta functions (or CPU's
 // checks, restated) check arguments and shape outputs as on CPU; kernels in kernels_cl/pooling.cl run over
 // contiguous (N * C, [D,] H, W) planes, one work-item per output (forward) or input (backward) element; the
 // average pooling kernels take 2-d pooling as depth 1.
@@ -576,87 +576,94 @@ Tensor& max_pool3d_with_indices_backward_out(const Tensor& grad_output, const Te
   return grad_input;
 }
 
-// ---- adaptive_max_pool2d (structured: ATen's meta functions check and shape the outputs, channels_last
-// as the input) ----
+// ---- adaptive_max_pool2d and adaptive_max_pool3d (structured: ATen's meta functions check and shape the
+// outputs, channels_last as the input; 2-d runs the 3-d kernels with depth 1) ----
 
-// CPU's kernels take the floating dtypes (half and bfloat16 included); others raise its error.
-void check_adaptive_max_dtype(const Tensor& t) {
+// CPU's kernels take the floating dtypes (half and bfloat16 included); others raise its error, which names
+// CPU's kernel (`cpu_name`).
+void check_adaptive_max_dtype(const Tensor& t, const char* cpu_name) {
   const auto type = t.scalar_type();
   TORCH_CHECK_NOT_IMPLEMENTED(type == at::kFloat || type == at::kDouble || type == at::kHalf || type == at::kBFloat16,
-                              "\"adaptive_max_pool2d\" not implemented for '", c10::toString(type), "'");
+                              "\"", cpu_name, "\" not implemented for '", c10::toString(type), "'");
 }
 
+template <int dims>
 void adaptive_max_forward(const Tensor& self, const Tensor& out, const Tensor& indices) {
-  check_adaptive_max_dtype(self);
+  check_adaptive_max_dtype(self, dims == 2 ? "adaptive_max_pool2d" : "adaptive_max_pool3d_cpu");
   if (out.numel() == 0) return;
   const c10::DeviceGuard guard(self.device());
   const auto in = self.contiguous();
-  const Pool p = pool_params({1}, {}, {0}, {}, in, out);
+  const Pool p = pool_params(dims, {1}, {}, {0}, {}, in, out);
   auto ind = indices.is_contiguous() ? indices : at::empty(indices.sizes(), indices.options());
   into(out, [&](const Tensor& o) {
-    cl_kernel k = dtype_kernel(in, "pooling.cl", "adaptive_max_pool2d_forward");
+    cl_kernel k = dtype_kernel(in, "pooling.cl", "adaptive_max_pool_forward");
     tocl::set_args(k, buffer_arg(o), buffer_arg(ind), buffer_arg(in), static_cast<cl_long>(o.numel()), p);
-    launch(in, "adaptive_max_pool2d_forward", o.numel(), k);
+    launch(in, "adaptive_max_pool_forward", o.numel(), k);
   });
   if (!ind.is_same(indices)) indices.copy_(ind);
 }
 
+template <int dims>
 void adaptive_max_backward(const Tensor& grad_output, const Tensor& self, const Tensor& indices,
                            const Tensor& grad_input) {
   check_same_device({grad_output, self, indices, grad_input});
-  check_adaptive_max_dtype(self);
+  check_adaptive_max_dtype(self, dims == 2 ? "adaptive_max_pool2d" : "adaptive_max_pool3d_backward");
   if (grad_input.numel() == 0) return;
   const c10::DeviceGuard guard(self.device());
   const auto go = grad_output.contiguous();
   const auto ind = indices.contiguous();
-  const Pool p = pool_params({1}, {}, {0}, {}, self, go);
+  const Pool p = pool_params(dims, {1}, {}, {0}, {}, self, go);
   into(grad_input, [&](const Tensor& gi) {
     if (go.numel() == 0) {
       gi.zero_();
       return;
     }
     // Windows that tile the input: a scatter, one writer per input element.
-    if (p.IH % p.OH == 0 && p.IW % p.OW == 0) {
+    if (p.ID % p.OD == 0 && p.IH % p.OH == 0 && p.IW % p.OW == 0) {
       gi.zero_();
-      cl_kernel k = dtype_kernel(gi, "pooling.cl", "adaptive_max_pool2d_backward_scatter");
+      cl_kernel k = dtype_kernel(gi, "pooling.cl", "adaptive_max_pool_backward_scatter");
       tocl::set_args(k, buffer_arg(gi), buffer_arg(go), buffer_arg(ind), static_cast<cl_long>(go.numel()), p);
-      launch(gi, "adaptive_max_pool2d_backward_scatter", go.numel(), k);
+      launch(gi, "adaptive_max_pool_backward_scatter", go.numel(), k);
       return;
     }
-    cl_kernel k = dtype_kernel(gi, "pooling.cl", "adaptive_max_pool2d_backward");
+    cl_kernel k = dtype_kernel(gi, "pooling.cl", "adaptive_max_pool_backward");
     tocl::set_args(k, buffer_arg(gi), buffer_arg(go), buffer_arg(ind), static_cast<cl_long>(gi.numel()), p);
-    launch(gi, "adaptive_max_pool2d_backward", gi.numel(), k);
+    launch(gi, "adaptive_max_pool_backward", gi.numel(), k);
   });
 }
 
-std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& self, IntArrayRef output_size) {
-  StructuredFunctional<at::meta::structured_adaptive_max_pool2d, 2> op;
+template <int dims, class Meta>
+std::tuple<Tensor, Tensor> adaptive_max_pool(const Tensor& self, IntArrayRef output_size) {
+  StructuredFunctional<Meta, 2> op;
   op.meta(self, output_size);
-  adaptive_max_forward(self, op.maybe_get_output(0), op.maybe_get_output(1));
+  adaptive_max_forward<dims>(self, op.maybe_get_output(0), op.maybe_get_output(1));
   return {op.take(0), op.take(1)};
 }
 
-std::tuple<Tensor&, Tensor&> adaptive_max_pool2d_out(const Tensor& self, IntArrayRef output_size, Tensor& out,
-                                                     Tensor& indices) {
-  StructuredOut<at::meta::structured_adaptive_max_pool2d, 2> op(out, indices);
+template <int dims, class Meta>
+std::tuple<Tensor&, Tensor&> adaptive_max_pool_out(const Tensor& self, IntArrayRef output_size, Tensor& out,
+                                                   Tensor& indices) {
+  StructuredOut<Meta, 2> op(out, indices);
   op.meta(self, output_size);
-  adaptive_max_forward(self, op.maybe_get_output(0), op.maybe_get_output(1));
+  adaptive_max_forward<dims>(self, op.maybe_get_output(0), op.maybe_get_output(1));
   op.finish();
   return {out, indices};
 }
 
-Tensor adaptive_max_pool2d_backward(const Tensor& grad_output, const Tensor& self, const Tensor& indices) {
-  StructuredFunctional<at::meta::structured_adaptive_max_pool2d_backward> op;
+template <int dims, class Meta>
+Tensor adaptive_max_pool_backward(const Tensor& grad_output, const Tensor& self, const Tensor& indices) {
+  StructuredFunctional<Meta> op;
   op.meta(grad_output, self, indices);
-  adaptive_max_backward(grad_output, self, indices, op.maybe_get_output(0));
+  adaptive_max_backward<dims>(grad_output, self, indices, op.maybe_get_output(0));
   return op.take();
 }
 
-Tensor& adaptive_max_pool2d_backward_out(const Tensor& grad_output, const Tensor& self, const Tensor& indices,
-                                         Tensor& grad_input) {
-  StructuredOut<at::meta::structured_adaptive_max_pool2d_backward> op(grad_input);
+template <int dims, class Meta>
+Tensor& adaptive_max_pool_backward_out(const Tensor& grad_output, const Tensor& self, const Tensor& indices,
+                                       Tensor& grad_input) {
+  StructuredOut<Meta> op(grad_input);
   op.meta(grad_output, self, indices);
-  adaptive_max_backward(grad_output, self, indices, op.maybe_get_output(0));
+  adaptive_max_backward<dims>(grad_output, self, indices, op.maybe_get_output(0));
   op.finish();
   return grad_input;
 }
@@ -688,10 +695,20 @@ TOCL_LIBRARY_IMPL(m) {
   m.impl("max_pool3d_with_indices.out", TORCH_FN(max_pool3d_with_indices_out));
   m.impl("max_pool3d_with_indices_backward", TORCH_FN(max_pool3d_with_indices_backward_functional));
   m.impl("max_pool3d_with_indices_backward.grad_input", TORCH_FN(max_pool3d_with_indices_backward_out));
-  m.impl("adaptive_max_pool2d", TORCH_FN(adaptive_max_pool2d));
-  m.impl("adaptive_max_pool2d.out", TORCH_FN(adaptive_max_pool2d_out));
-  m.impl("adaptive_max_pool2d_backward", TORCH_FN(adaptive_max_pool2d_backward));
-  m.impl("adaptive_max_pool2d_backward.grad_input", TORCH_FN(adaptive_max_pool2d_backward_out));
+  using at::meta::structured_adaptive_max_pool2d, at::meta::structured_adaptive_max_pool2d_backward;
+  using at::meta::structured_adaptive_max_pool3d, at::meta::structured_adaptive_max_pool3d_backward;
+  m.impl("adaptive_max_pool2d", TORCH_FN((adaptive_max_pool<2, structured_adaptive_max_pool2d>)));
+  m.impl("adaptive_max_pool2d.out", TORCH_FN((adaptive_max_pool_out<2, structured_adaptive_max_pool2d>)));
+  m.impl("adaptive_max_pool2d_backward",
+         TORCH_FN((adaptive_max_pool_backward<2, structured_adaptive_max_pool2d_backward>)));
+  m.impl("adaptive_max_pool2d_backward.grad_input",
+         TORCH_FN((adaptive_max_pool_backward_out<2, structured_adaptive_max_pool2d_backward>)));
+  m.impl("adaptive_max_pool3d", TORCH_FN((adaptive_max_pool<3, structured_adaptive_max_pool3d>)));
+  m.impl("adaptive_max_pool3d.out", TORCH_FN((adaptive_max_pool_out<3, structured_adaptive_max_pool3d>)));
+  m.impl("adaptive_max_pool3d_backward",
+         TORCH_FN((adaptive_max_pool_backward<3, structured_adaptive_max_pool3d_backward>)));
+  m.impl("adaptive_max_pool3d_backward.grad_input",
+         TORCH_FN((adaptive_max_pool_backward_out<3, structured_adaptive_max_pool3d_backward>)));
 }
 
 }  // namespace torch_opencl
