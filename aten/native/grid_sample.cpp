@@ -2,8 +2,8 @@
 // interpolation, zeros/border/reflection padding, both align_corners, in kernels_cl/grid_sample.cl. The input's
 // gradient is a scatter (each output point adds to up to four input points): the kernel writes each point's
 // taps (a row of an (N * IH * IW + 1, C) table and a weight) and the project's deterministic segment sums
-// (segment_sum.h) add the weighted grad_output rows in CPU's order, without atomics. Bicubic interpolation
-// takes 16 taps, each padded on its own, as CPU's.
+// (grid_sample_gradient.h, over segment_sum.h) add the weighted grad_output rows in CPU's order, without
+// atomics. Bicubic interpolation takes 16 taps, each padded on its own, as CPU's.
 #include <ATen/ATen.h>
 #include <ATen/native/GridSamplerUtils.h>
 #include <c10/core/DeviceGuard.h>
@@ -14,7 +14,7 @@
 #include "aten/kernel_support/dtype_fallback.h"
 #include "aten/kernel_support/kernel_program.h"
 #include "aten/kernel_support/opencl_tensor.h"
-#include "aten/native/segment_sum.h"
+#include "aten/native/grid_sample_gradient.h"
 
 namespace torch_opencl {
 namespace {
@@ -81,7 +81,7 @@ std::tuple<Tensor, Tensor> grid_sampler_2d_backward(const Tensor& grad_output, c
   const auto go = grad_output.contiguous();
   auto grad_grid = at::empty(grid.sizes(), grid.options());
   const GridSample p = params(in, g, interpolation, padding, align_corners);
-  const int64_t points = p.N * p.OH * p.OW, plane = p.IH * p.IW;
+  const int64_t points = p.N * p.OH * p.OW;
   auto rows = at::empty({want_input ? points * p.taps : 0}, in.options().dtype(at::kLong));
   auto weights = at::empty({want_input ? points * p.taps : 0}, in.options());
   if (points > 0) {
@@ -91,17 +91,7 @@ std::tuple<Tensor, Tensor> grid_sampler_2d_backward(const Tensor& grad_output, c
     tocl::enqueue_1d(device_index(grad_grid), current_stream_of(grad_grid), k, points);
   }
   Tensor grad_input;
-  if (want_input) {
-    // Rows of weighted gradients, (point, tap, channel), summed into the table in that order, as CPU adds them.
-    auto table = at::zeros({p.N * plane + 1, p.C}, in.options());
-    if (points > 0 && p.C > 0) {
-      auto contributions = go.view({p.N, p.C, p.OH * p.OW}).transpose(1, 2).unsqueeze(2) *
-                           weights.view({p.N, p.OH * p.OW, p.taps, 1});
-      segment_sums_into(table, 0, rows, contributions.reshape({points * p.taps, p.C}), /*accumulate=*/true,
-                        /*skip=*/p.N * plane);
-    }
-    grad_input = table.narrow(0, 0, p.N * plane).view({p.N, p.IH, p.IW, p.C}).permute({0, 3, 1, 2}).contiguous();
-  }
+  if (want_input) grad_input = grid_sample_input_gradient(go, rows, weights, p.taps, in.sizes());
   return {grad_input, grad_grid};
 }
 

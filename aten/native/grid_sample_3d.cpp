@@ -2,7 +2,7 @@
 // interpolation, zeros/border/reflection padding, both align_corners, in kernels_cl/grid_sample_3d.cl, with
 // CPU's scalar formulas. As grid_sample.cpp's 2-D backward, the input's gradient is a scatter (each output point
 // adds to up to eight input points): the kernel writes each point's taps and weights and the deterministic
-// segment sums (segment_sum.h) add the weighted grad_output rows in CPU's order, without atomics.
+// segment sums (grid_sample_gradient.h) add the weighted grad_output rows in CPU's order, without atomics.
 // float32 and float64 here; half and bfloat16 (which CPU computes rounding every step) on the counted fallback.
 #include <ATen/ATen.h>
 #include <ATen/native/GridSamplerUtils.h>
@@ -14,7 +14,7 @@
 #include "aten/kernel_support/dtype_fallback.h"
 #include "aten/kernel_support/kernel_program.h"
 #include "aten/kernel_support/opencl_tensor.h"
-#include "aten/native/segment_sum.h"
+#include "aten/native/grid_sample_gradient.h"
 
 namespace torch_opencl {
 namespace {
@@ -79,7 +79,7 @@ std::tuple<Tensor, Tensor> grid_sampler_3d_backward(const Tensor& grad_output, c
   const auto go = grad_output.contiguous();
   auto grad_grid = at::empty(grid.sizes(), grid.options());
   const GridSample3d p = params(in, g, interpolation, padding, align_corners);
-  const int64_t points = p.N * p.OD * p.OH * p.OW, volume = p.ID * p.IH * p.IW;
+  const int64_t points = p.N * p.OD * p.OH * p.OW;
   auto rows = at::empty({want_input ? points * p.taps : 0}, in.options().dtype(at::kLong));
   auto weights = at::empty({want_input ? points * p.taps : 0}, in.options());
   if (points > 0) {
@@ -89,19 +89,7 @@ std::tuple<Tensor, Tensor> grid_sampler_3d_backward(const Tensor& grad_output, c
     tocl::enqueue_1d(device_index(grad_grid), current_stream_of(grad_grid), k, points);
   }
   Tensor grad_input;
-  if (want_input) {
-    // Rows of weighted gradients, (point, tap, channel), summed into the table in that order, as CPU adds them.
-    auto table = at::zeros({p.N * volume + 1, p.C}, in.options());
-    const int64_t per_sample = p.OD * p.OH * p.OW;
-    if (points > 0 && p.C > 0) {
-      auto contributions = go.view({p.N, p.C, per_sample}).transpose(1, 2).unsqueeze(2) *
-                           weights.view({p.N, per_sample, p.taps, 1});
-      segment_sums_into(table, 0, rows, contributions.reshape({points * p.taps, p.C}), /*accumulate=*/true,
-                        /*skip=*/p.N * volume);
-    }
-    grad_input =
-        table.narrow(0, 0, p.N * volume).view({p.N, p.ID, p.IH, p.IW, p.C}).permute({0, 4, 1, 2, 3}).contiguous();
-  }
+  if (want_input) grad_input = grid_sample_input_gradient(go, rows, weights, p.taps, in.sizes());
   return {grad_input, grad_grid};
 }
 
