@@ -260,6 +260,67 @@ def test_pointwise_by_rows_forms():
             assert ("xouter" in code) == cpu_form
 
 
+def test_pointwise_vectors_forms(monkeypatch):
+    """A CPU-form pointwise kernel whose body is float32 math with calls (exp, erf, tanh, ...) read and written
+    at the flat index takes 16 outputs a step as float16 vectors (_inductor/vectors.py), a chunk's last ones one
+    at a time. Over magnitudes from 1e-30 to 1e30, signed zeros, infinities and NaN the vector loop gives what
+    the scalar loop gives (the same graph compiled without it), and both match CPU on normal draws; lengths
+    that are and are not multiples of 16, dynamic lengths, an in-place update. A body with another index, a
+    select or another dtype keeps the scalar loop, as every GPU-form kernel does."""
+    from torch._inductor.utils import run_and_get_code
+
+    from torch_opencl._inductor.kernel import OpenCLKernel
+
+    def math_(x, g, y):
+        return (F.gelu(x), F.gelu(x, approximate="tanh"), torch.erf(x), torch.exp(x), torch.sigmoid(x), torch.tanh(x),
+                torch.ops.aten.gelu_backward(g, x), torch.ops.aten.gelu_backward(g, x, approximate="tanh"),
+                torch.relu(x) + torch.maximum(x, y) * torch.exp(torch.minimum(x, y).abs().neg()),
+                torch.exp(y) / (1.0 + torch.exp(g).sqrt()) - torch.tanh(y * g))
+
+    def compiled(fn, vectors, *args, **kwargs):
+        torch._dynamo.reset()
+        with monkeypatch.context() as m, inductor_config.patch(force_disable_caches=True), native_only():
+            if not vectors:  # the same code generator without its vector loop
+                m.setattr(OpenCLKernel, "_vector_body", lambda self: None)
+            return run_and_get_code(torch.compile(fn, **kwargs), *(a.to(DEV) for a in args))
+
+    magnitudes = torch.logspace(-30, 30, 121)
+    special = torch.tensor([0.0, -0.0, float("inf"), -float("inf"), float("nan")])
+    vectors = kernel_class() == "cpu"
+    for n, dynamic in ((4016, False), (4001, False), (3000, True)):
+        x = torch.cat([torch.linspace(-12, 12, n), magnitudes, -magnitudes, special])
+        g, y = torch.randn(x.shape), torch.randn(x.shape)
+        got, (code, *_) = compiled(math_, True, x, g, y, dynamic=dynamic)
+        assert ("vload16" in code) == vectors
+        scalar, (code, *_) = compiled(math_, False, x, g, y, dynamic=dynamic)
+        assert "vload16" not in code
+        for out, want in zip(got, scalar):
+            torch.testing.assert_close(out.cpu(), want.cpu(), rtol=1.3e-5, atol=1e-6, equal_nan=True)
+    normal = [torch.randn(4001) * 3 for _ in range(3)]
+    for vector_loop in (True, False):
+        got, _ = compiled(math_, vector_loop, *normal, dynamic=False)
+        assert_close(got, math_(*normal))
+    x = torch.randn(1000)
+    xd = x.to(DEV)
+    torch._dynamo.reset()
+    with native_only():
+        got, (code, *_) = run_and_get_code(torch.compile(lambda t: t.mul_(0.5).exp_()), xd)
+    assert got is xd
+    assert_close(xd, x.mul(0.5).exp())
+    assert ("vload16" in code) == vectors
+    # Not vectors: a transposed read, a select, float64.
+    a, b = torch.randn(64, 48), torch.randn(64, 48, dtype=torch.float64)
+
+    def scalar_only(a, b):
+        return torch.exp(a.t()), torch.where(a > 0, torch.exp(a), a), torch.exp(b)
+
+    torch._dynamo.reset()
+    with native_only():
+        got, (code, *_) = run_and_get_code(torch.compile(scalar_only), a.to(DEV), b.to(DEV))
+    assert_close(got, scalar_only(a, b))
+    assert "vload16" not in code
+
+
 def test_norms_train_forms():
     """Welford-style reductions and their pointwise epilogues, forward and backward."""
     torch.manual_seed(0)

@@ -17,8 +17,12 @@ _PRELUDE: Dict[int, str] = {}
 def program_prelude(device: int) -> str:
     """The text every graph program starts with on `device` (kernels_cl/inductor.cl)."""
     if device not in _PRELUDE:
-        fp64 = bool(_C._device_properties(device)["fp64"])
-        _PRELUDE[device] = ("#define TOCL_FP64\n" if fp64 else "") + _C._embedded_source("inductor.cl")
+        props = _C._device_properties(device)
+        # VEC16: the float16 forms of pointwise_functions.cl's helpers, for the CPU form's vector loop
+        # (vectors.py).
+        _PRELUDE[device] = (("#define TOCL_FP64\n" if props["fp64"] else "")
+                            + ("#define VEC16 1\n" if props["pointwise_vectors"] else "")
+                            + _C._embedded_source("inductor.cl"))
     return _PRELUDE[device]
 
 

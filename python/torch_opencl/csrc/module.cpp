@@ -67,6 +67,7 @@ py::dict device_properties(int index) {
   p["kernel_fill_min_bytes"] = forms.kernel_fill_min_bytes;
   p["kernel_copy_min_bytes"] = forms.kernel_copy_min_bytes;
   p["row_group"] = forms.row_group;
+  p["pointwise_vectors"] = forms.pointwise_vectors;
   p["extensions"] = d.extensions;
   p["platform_index"] = d.platform_index;
   p["index_in_platform"] = d.index_in_platform;

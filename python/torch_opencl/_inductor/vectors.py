@@ -1,0 +1,79 @@
+"""The CPU form's vector loop for generated pointwise kernels (runtime/kernel_forms.h's pointwise_vectors).
+
+PoCL vectorises a work-item's loop over outputs, but not around a call of a math builtin or helper: exp or
+erf_of stay one scalar call per element (a compiled GELU's backward over 4M floats took twice eager's time,
+whose kernel runs float16 vectors: kernels_cl/pointwise.cl's pointwise_contiguous_v16). A generated kernel
+whose body is such math over float32 values, read and written at the flat output index, takes 16 outputs a
+step as float16 vectors, the same text with vector declarations, vload16 and vstore16; the scalar body
+finishes a chunk's last outputs. Anything else in the body (another index, dtype, a comparison or select,
+a cast, a function without a float16 form that is known to match the scalar one) keeps the scalar loop.
+"""
+from __future__ import annotations
+
+import re
+
+from torch._inductor.codegen.common import DeferredLineBase, IndentedBuffer
+
+WIDTH = 16
+
+# Functions whose float16 forms compute what the scalar ones do: OpenCL's builtins that are exact or are the
+# same library routine lane by lane, and the helpers kernels_cl/pointwise_functions.cl gives float16 forms
+# (the ones eager's vector kernel uses). Not the logarithms or expm1, which are macros over float_math.cl
+# where the device takes its own float math, nor sin/cos (PoCL's float16 forms are wrong for tiny arguments).
+_VECTOR_CALLS = frozenset({"exp", "erf_of", "tanh_of", "sigmoid_of", "gelu_erf", "gelu_tanh", "gelu_erf_backward",
+                           "gelu_tanh_backward"})
+# Calls that PoCL vectorises by itself: allowed in a vector body, but they alone do not call for one.
+_PLAIN_CALLS = frozenset({"sqrt", "fabs", "fma", "floor", "ceil", "TOCL_FMAX", "TOCL_FMIN"})
+_CONSTANTS = frozenset({"INFINITY", "NAN"})
+
+_INDEX = re.compile(r"^int (x\d+) = xindex;$")
+_LOAD = re.compile(r"^float (tmp\d+) = ((?:in_ptr|in_out_ptr)\d+)\[(\w+)\];$")
+_DEFINE = re.compile(r"^float (tmp\d+) = (.+);$")
+_STORE = re.compile(r"^((?:out_ptr|in_out_ptr)\d+)\[(\w+)\] = \(float\)\((tmp\d+)\);$")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+_NUMBER = re.compile(r"\b\d+(?:\.\d*)?(?:e[+-]?\d+)?f\b|\b\d+\.\d*(?:e[+-]?\d+)?f?\b")
+# What an expression may hold besides identifiers and float literals: arithmetic, calls, commas.
+_ARITHMETIC = re.compile(r"^[\s()+\-*/,.]*$")
+
+
+def vector_body(lines: list, scalar_vars: set[str]) -> IndentedBuffer | None:
+    """The body's lines as a 16-output step, or None where the body does not qualify (see the module's
+    note). `scalar_vars` are the values computed once before the loop (hoisted), used as they are."""
+    index_vars = {"xindex"}
+    vector_vars: set[str] = set()
+    out, calls = IndentedBuffer(), False
+    for line in lines:
+        text = line.line if isinstance(line, DeferredLineBase) else line
+        if not isinstance(text, str):
+            return None
+        text = text.strip()
+        if m := _INDEX.match(text):
+            index_vars.add(m.group(1))
+            new = text
+        elif m := _LOAD.match(text):
+            var, buf, idx = m.groups()
+            if idx not in index_vars:
+                return None
+            vector_vars.add(var)
+            new = f"float{WIDTH} {var} = vload{WIDTH}(0, {buf} + {idx});"
+        elif m := _STORE.match(text):
+            buf, idx, var = m.groups()
+            if idx not in index_vars or var not in vector_vars:
+                return None
+            new = f"vstore{WIDTH}({var}, 0, {buf} + {idx});"
+        elif m := _DEFINE.match(text):
+            var, expr = m.groups()
+            names = _IDENTIFIER.findall(_NUMBER.sub(" ", expr))
+            for name in names:
+                if name in _VECTOR_CALLS:
+                    calls = True
+                elif not (name in vector_vars or name in scalar_vars or name in _PLAIN_CALLS or name in _CONSTANTS):
+                    return None
+            if not _ARITHMETIC.match(_IDENTIFIER.sub(" ", _NUMBER.sub(" ", expr))):
+                return None
+            vector_vars.add(var)
+            new = f"float{WIDTH} {var} = {expr};"
+        else:
+            return None
+        out.writeline(line._new_line(new) if isinstance(line, DeferredLineBase) else new)
+    return out if calls else None
