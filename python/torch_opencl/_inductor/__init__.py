@@ -15,7 +15,7 @@ def register() -> None:
     from torch._dynamo.device_interface import register_interface_for_device
     from torch._inductor.codegen.common import register_backend_for_device, register_device_op_overrides
 
-    from . import fallback, lowerings
+    from . import choices, fallback, lowerings
     from .device_interface import OpenCLInterface
     from .scheduling import OpenCLScheduling
     from .wrapper import OpenCLDeviceOpOverrides, OpenCLPythonWrapperCodegen
@@ -25,6 +25,7 @@ def register() -> None:
     register_backend_for_device(
         "opencl", OpenCLScheduling, OpenCLPythonWrapperCodegen, device_custom_pass=_codegen_version()
     )
+    choices.install()
     lowerings.install()  # before fallback.install, which wraps every lowering
     fallback.install()
 
