@@ -204,6 +204,7 @@ class OpenCLKernel(SIMDKernel):
         self._lane_loop_open = False  # the column lanes' loop over outputs, closed by codegen_work
         self._loop_load_strides: list[tuple[Any, Any]] = []  # (along x, along r) of the loop's loads
         self._lane_trees: list[tuple[list[tuple[str, torch.dtype]], str]] = []  # see _combine_lanes
+        self._vectors: IndentedBuffer | bool | None = None  # _vector_body's answer once asked (False: none)
 
     def invariant(self, expr: str) -> bool:
         """True if `expr` is the same for every output of the kernel and may be computed before the loop
@@ -829,6 +830,9 @@ class OpenCLKernel(SIMDKernel):
         """The CPU form's body as a step of 16 outputs in float16 vectors (vectors.py), where the device asks
         for vectors (kernel_forms' pointwise_vectors), the kernel is pointwise and its body qualifies; else
         None."""
+        if self._vectors is not None:  # asked again by codegen_work and launch_geometry: the body is final
+            return self._vectors or None
+        self._vectors = False
         if self.features.is_reduction() or self.rng_blocked or self._split_row():
             return None
         from .. import device_module
@@ -837,7 +841,8 @@ class OpenCLKernel(SIMDKernel):
             return None
         hoisted = {m.group(1) for line in self.hoisted._lines if isinstance(line, str)
                    for m in [re.match(r"\s*float (tmp\d+) = ", line)] if m}
-        return vector_body(self.body._lines, hoisted)
+        self._vectors = vector_body(self.body._lines, hoisted) or False
+        return self._vectors or None
 
     def _split_row(self) -> int | None:
         """The CPU form of a pointwise kernel by rows (see the module's note): the row length, the
