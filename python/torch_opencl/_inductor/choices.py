@@ -35,7 +35,8 @@ def install() -> None:
     from torch._inductor import config
     from torch._inductor.virtualized import V
 
-    if config.inductor_choices_class is None:
+    # (A torch without this config key takes the handler alone.)
+    if getattr(config, "inductor_choices_class", OpenCLChoices) is None:
         config.inductor_choices_class = OpenCLChoices
     # A handler made before this (Inductor compiled for another device first) is replaced in this thread.
     if type(V.choices) is InductorChoices:
