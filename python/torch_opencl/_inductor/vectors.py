@@ -16,14 +16,15 @@ from torch._inductor.codegen.common import DeferredLineBase, IndentedBuffer
 
 WIDTH = 16
 
-# Functions whose float16 forms compute what the scalar ones do: OpenCL's builtins that are exact or are the
-# same library routine lane by lane, and the helpers kernels_cl/pointwise_functions.cl gives float16 forms
-# (the ones eager's vector kernel uses). Not the logarithms or expm1, which are macros over float_math.cl
-# where the device takes its own float math, nor sin/cos (PoCL's float16 forms are wrong for tiny arguments).
-_VECTOR_CALLS = frozenset({"exp", "erf_of", "tanh_of", "sigmoid_of", "gelu_erf", "gelu_tanh", "gelu_erf_backward",
-                           "gelu_tanh_backward"})
-# Calls that PoCL vectorises by itself: allowed in a vector body, but they alone do not call for one.
-_PLAIN_CALLS = frozenset({"sqrt", "fabs", "fma", "floor", "ceil", "TOCL_FMAX", "TOCL_FMIN"})
+# Calls (as overrides.py writes them) whose float16 forms compute what the scalar ones do, lane by lane: exp,
+# and the helpers kernels_cl/pointwise_functions.cl gives float16 forms (eager's vector kernel uses them). Not
+# the logarithms or expm1, macros over float_math.cl where the device takes its own float math, nor sin/cos
+# (PoCL's float16 forms are wrong for tiny arguments), nor calls of several arguments that may mix a vector
+# and a hoisted scalar (fma has no such overload).
+_VECTOR_CALLS = frozenset({"exp", "erf_of", "tanh_of"})
+# Calls that PoCL vectorises by itself: allowed in a vector body, but they alone do not call for one. The
+# macros' selects take a vector condition lane by lane and widen a scalar operand.
+_PLAIN_CALLS = frozenset({"sqrt", "fabs", "TOCL_FMAX", "TOCL_FMIN"})
 _CONSTANTS = frozenset({"INFINITY", "NAN"})
 
 _INDEX = re.compile(r"^int (x\d+) = xindex;$")
