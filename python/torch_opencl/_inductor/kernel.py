@@ -839,9 +839,7 @@ class OpenCLKernel(SIMDKernel):
 
         if not device_module.get_device_properties(V.graph.get_current_device_or_throw()).pointwise_vectors:
             return None
-        hoisted = {m.group(1) for line in self.hoisted._lines if isinstance(line, str)
-                   for m in [re.match(r"\s*float (tmp\d+) = ", line)] if m}
-        self._vectors = vector_body(self.body._lines, hoisted) or False
+        self._vectors = vector_body(self.body._lines, self.hoisted._lines) or False
         return self._vectors or None
 
     def _split_row(self) -> int | None:

@@ -37,9 +37,10 @@ _NUMBER = re.compile(r"\b\d+(?:\.\d*)?(?:e[+-]?\d+)?f\b|\b\d+\.\d*(?:e[+-]?\d+)?
 _ARITHMETIC = re.compile(r"^[\s()+\-*/,.]*$")
 
 
-def vector_body(lines: list, scalar_vars: set[str]) -> IndentedBuffer | None:
+def vector_body(lines: list, hoisted: list) -> IndentedBuffer | None:
     """The body's lines as a 16-output step, or None where the body does not qualify (see the module's
-    note). `scalar_vars` are the values computed once before the loop (hoisted), used as they are."""
+    note). The float values `hoisted` computes once before the loop are used as they are (scalars)."""
+    scalar_vars = {m.group(1) for line in hoisted if isinstance(line, str) for m in [_DEFINE.match(line.strip())] if m}
     index_vars = {"xindex"}
     vector_vars: set[str] = set()
     out, calls = IndentedBuffer(), False
@@ -64,13 +65,13 @@ def vector_body(lines: list, scalar_vars: set[str]) -> IndentedBuffer | None:
             new = f"vstore{WIDTH}({var}, 0, {buf} + {idx});"
         elif m := _DEFINE.match(text):
             var, expr = m.groups()
-            names = _IDENTIFIER.findall(_NUMBER.sub(" ", expr))
-            for name in names:
+            without_numbers = _NUMBER.sub(" ", expr)
+            for name in _IDENTIFIER.findall(without_numbers):
                 if name in _VECTOR_CALLS:
                     calls = True
                 elif not (name in vector_vars or name in scalar_vars or name in _PLAIN_CALLS or name in _CONSTANTS):
                     return None
-            if not _ARITHMETIC.match(_IDENTIFIER.sub(" ", _NUMBER.sub(" ", expr))):
+            if not _ARITHMETIC.match(_IDENTIFIER.sub(" ", without_numbers)):
                 return None
             vector_vars.add(var)
             new = f"float{WIDTH} {var} = {expr};"
