@@ -84,6 +84,57 @@ inline void tocl_atomic_add_float(volatile __global float* p, float v) {
   }
 }
 
+// Atomic addition of the narrower types (index_put with accumulate, index_add and scatter_add of
+// float16, bfloat16 and 8- and 16-bit integers): a compare-and-swap on the aligned 32-bit word that holds
+// the element, its neighbours left as they are. `bytes` is 1 or 2; the sum is formed by `kind`: 0 an
+// integer (wrapping as eager's), 1 float16, 2 bfloat16 (each rounded to nearest even, as eager rounds).
+inline uint tocl_narrow_add(uint bits, float fv, long iv, int kind) {
+  if (kind == 1) {
+    ushort b = (ushort)bits;
+    const float sum = vload_half(0, (__private const half*)&b) + fv;
+    vstore_half_rte(sum, 0, (__private half*)&b);
+    return b;
+  }
+  if (kind == 2) return float_to_bf16(bf16_to_float((ushort)bits) + fv);
+  return (uint)((long)bits + iv);
+}
+inline void tocl_atomic_add_narrow(volatile __global void* p, int bytes, float fv, long iv, int kind) {
+  const size_t address = (size_t)p;
+  volatile __global uint* word = (volatile __global uint*)(address & ~(size_t)3);
+#ifdef __ENDIAN_LITTLE__
+  const uint shift = (uint)(address & 3) * 8;
+#else
+  const uint shift = (uint)(4 - bytes - (address & 3)) * 8;
+#endif
+  const uint mask = (bytes == 1 ? 0xffu : 0xffffu) << shift;
+  uint expected = *word;
+  for (;;) {
+    const uint element = tocl_narrow_add((expected & mask) >> shift, fv, iv, kind);
+    const uint desired = (expected & ~mask) | ((element << shift) & mask);
+    const uint seen = atomic_cmpxchg(word, expected, desired);
+    if (seen == expected) break;
+    expected = seen;
+  }
+}
+
+// 64-bit atomic addition where the device has cl_khr_int64_base_atomics (TOCL_INT64_ATOMICS, set from the
+// device's extensions by the graph program's prelude; without it Inductor keeps such ops on eager kernels).
+#ifdef TOCL_INT64_ATOMICS
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#ifdef TOCL_FP64
+inline void tocl_atomic_add_double(volatile __global double* p, double v) {
+  union { ulong u; double f; } expected, desired;
+  expected.f = *p;
+  for (;;) {
+    desired.f = expected.f + v;
+    const ulong seen = atom_cmpxchg((volatile __global ulong*)p, expected.u, desired.u);
+    if (seen == expected.u) break;
+    expected.u = seen;
+  }
+}
+#endif
+#endif
+
 // An index out of range in a generated kernel: the first one a graph run meets is recorded in the
 // graph's index-error buffer (a flag, then the index as the kernel saw it and the dimension's size, as
 // longs from int 2 on) and the access is clamped into range; the wrapper raises IndexError at the end of

@@ -484,6 +484,49 @@ def test_inplace_and_mutated_inputs():
     assert_close(yd, y)
 
 
+def test_atomic_adds_of_every_dtype_forms():
+    """index_add, index_put with accumulate and scatter_add with repeated indices are atomic adds in the
+    generated kernels: a compare-and-swap for float32 and float64 (the latter with 64-bit atomics), on the
+    enclosing 32-bit word for float16, bfloat16 and 8- and 16-bit integers (neighbours untouched), atomic_add
+    for int32. One graph for every dtype (one program). float64's once crashed the compile ("atomic_add store
+    of torch.float64"), and a narrow type's update must not clobber the element beside it."""
+    from torch._inductor.utils import run_and_get_code
+
+    dtypes = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int16, torch.int8,
+              torch.uint8]
+
+    def fn(idx, *pairs):
+        out = []
+        for x, src in zip(pairs[0::2], pairs[1::2]):
+            out.append(x.index_add(0, idx, src))
+            out.append(torch.zeros_like(x).index_put_((idx,), src, accumulate=True))
+            out.append(x.scatter_add(0, idx.unsqueeze(1).expand(-1, x.shape[1]), src))
+        return out
+
+    g = torch.Generator().manual_seed(3)
+    idx = torch.randint(0, 7, (40,), generator=g)
+    pairs = []
+    for dtype in dtypes:
+        scale = 4 if dtype.is_floating_point else 3  # small integers: int8 sums stay in range
+        pairs += [(torch.randn(7, 5, generator=g) * scale).to(dtype), (torch.randn(40, 5, generator=g) * scale).to(dtype)]
+    want = fn(idx, *pairs)
+    with native_only():
+        got, (code, *_) = run_and_get_code(torch.compile(fn), idx.to(DEV), *[t.to(DEV) for t in pairs])
+    for i, (gv, wv) in enumerate(zip(got, want)):
+        dtype = dtypes[i // 3]
+        tol = {torch.float16: 1e-2, torch.bfloat16: 5e-2}.get(dtype, 1e-5)  # sums in another order
+        assert gv.dtype == dtype
+        torch.testing.assert_close(gv.cpu(), wv, rtol=tol, atol=tol)
+    assert "tocl_atomic_add_narrow(" in code and "atomic_add(&" in code
+    assert ("tocl_atomic_add_double(" in code) == _int64_atomics()
+
+
+def _int64_atomics():
+    from torch_opencl._inductor.runtime import has_int64_atomics
+
+    return has_int64_atomics(0)
+
+
 def test_random_ops():
     def fn(x):
         return torch.rand_like(x), torch.randn_like(x), F.dropout(x, 0.25, training=True)

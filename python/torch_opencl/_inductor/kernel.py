@@ -321,9 +321,7 @@ class OpenCLKernel(SIMDKernel):
         self._note_dtype(dtype)
         idx = self.index_to_str(index)
         if mode == "atomic_add":
-            if dtype != torch.float32:
-                raise Unsupported(f"atomic_add store of {dtype}")
-            return f"tocl_atomic_add_float(&{var}[{idx}], {value});"
+            return atomic_add_line(dtype, f"&{var}[{idx}]", str(value))
         if mode is not None:
             raise Unsupported(f"store mode {mode}")
         if dtype == torch.float16:
@@ -964,6 +962,28 @@ class Param:
     ctype: str
     pointer: bool = False
     writes: bool = False
+
+
+# The element types a generated kernel adds to atomically (kernels_cl/inductor.cl), by how: the 64-bit
+# ones only where the device has cl_khr_int64_base_atomics (lowerings.py keeps those ops eager elsewhere).
+_NARROW_ATOMIC_KIND = {torch.float16: (2, 1), torch.bfloat16: (2, 2), torch.int16: (2, 0), torch.uint16: (2, 0),
+                       torch.int8: (1, 0), torch.uint8: (1, 0)}
+
+
+def atomic_add_line(dtype: torch.dtype, address: str, value: str) -> str:
+    if dtype == torch.float32:
+        return f"tocl_atomic_add_float({address}, {value});"
+    if dtype in (torch.int32, torch.uint32):
+        return f"atomic_add({address}, ({storage_type(dtype)})({value}));"
+    if dtype == torch.float64:
+        return f"tocl_atomic_add_double({address}, {value});"
+    if dtype in (torch.int64, torch.uint64):
+        return f"atom_add({address}, ({storage_type(dtype)})({value}));"
+    if dtype in _NARROW_ATOMIC_KIND:
+        width, kind = _NARROW_ATOMIC_KIND[dtype]
+        float_value, int_value = (f"(float)({value})", "0") if kind else ("0.0f", f"(long)({value})")
+        return f"tocl_atomic_add_narrow({address}, {width}, {float_value}, {int_value}, {kind});"
+    raise Unsupported(f"atomic_add store of {dtype}")
 
 
 def declare(params: list[Param]) -> list[str]:

@@ -6,6 +6,11 @@ own. A compiled clip_grad_norm_ stacks one norm per parameter that way: 30 one-e
 small transformer, more than the rest of the clip and the optimizer step together. For a small output
 (SMALL_CAT_NUMEL elements or fewer, static sizes) one kernel that takes each element from its input
 (Inductor's pointwise_cat) does the same in one launch.
+
+Atomic adds (index_put with accumulate, index_add, scatter_add): generated kernels add to every element type
+Inductor sends (kernel.atomic_add_line), the 64-bit ones only where the device has
+cl_khr_int64_base_atomics; elsewhere those ops of 64-bit types stay on the eager kernels, as Inductor keeps
+int64 and bool ones there on every device.
 """
 import math
 
@@ -35,8 +40,48 @@ def _small_cat_of_many(inputs) -> bool:
     return total <= SMALL_CAT_NUMEL
 
 
+_WIDE = (torch.float64, torch.int64, torch.uint64)
+
+
+def _opencl_lacks_int64_atomics() -> bool:
+    from .. import _C
+    from .runtime import has_int64_atomics
+
+    return not all(has_int64_atomics(d) for d in range(_C._device_count()))
+
+
+def _install_atomic_add_limits(lowering) -> None:
+    """Keep atomic adds of 64-bit types on eager kernels where an opencl device cannot do them."""
+    if getattr(lowering.use_scatter_fallback, "_opencl", False):
+        return
+    needs_fallback, use_scatter_fallback = (lowering.needs_fallback_due_to_atomic_add_limitations,
+                                            lowering.use_scatter_fallback)
+
+    def needs_fallback_for_opencl(dtype):
+        if needs_fallback(dtype):
+            return True
+        node = getattr(lowering.V.graph, "current_node", None) if lowering.V.graph is not None else None
+        val = node.meta.get("val") if node is not None else None
+        on_opencl = isinstance(val, torch.Tensor) and val.device.type == "opencl"
+        return on_opencl and dtype in _WIDE and _opencl_lacks_int64_atomics()
+
+    def scatter_fallback_for_opencl(op_overload, reduction_type, self_dtype, src_dtype, src_device_type,
+                                    src_is_tensor):
+        if use_scatter_fallback(op_overload, reduction_type, self_dtype, src_dtype, src_device_type, src_is_tensor):
+            return True
+        return (src_device_type == "opencl" and (self_dtype in _WIDE or src_dtype in _WIDE)
+                and _opencl_lacks_int64_atomics())
+
+    needs_fallback_for_opencl._opencl = True  # type: ignore[attr-defined]
+    scatter_fallback_for_opencl._opencl = True  # type: ignore[attr-defined]
+    lowering.needs_fallback_due_to_atomic_add_limitations = needs_fallback_for_opencl
+    lowering.use_scatter_fallback = scatter_fallback_for_opencl
+
+
 def install() -> None:
     from torch._inductor import lowering
+
+    _install_atomic_add_limits(lowering)
 
     for overload in (torch.ops.aten.cat.default,):
         inductors = lowering.lowerings.get(overload)

@@ -14,6 +14,12 @@ from ..shader import ShaderLibrary
 _PRELUDE: Dict[int, str] = {}
 
 
+def has_int64_atomics(device: int) -> bool:
+    """Whether generated kernels can add to 64-bit elements atomically on `device` (index_put with
+    accumulate, index_add, scatter_add of float64 and int64)."""
+    return "cl_khr_int64_base_atomics" in _C._device_properties(device)["extensions"].split()
+
+
 def program_prelude(device: int) -> str:
     """The text every graph program starts with on `device` (kernels_cl/inductor.cl)."""
     if device not in _PRELUDE:
@@ -22,6 +28,7 @@ def program_prelude(device: int) -> str:
         # (vectors.py).
         _PRELUDE[device] = (("#define TOCL_FP64\n" if props["fp64"] else "")
                             + ("#define VEC16 1\n" if props["pointwise_vectors"] else "")
+                            + ("#define TOCL_INT64_ATOMICS 1\n" if has_int64_atomics(device) else "")
                             + _C._embedded_source("inductor.cl"))
     return _PRELUDE[device]
 
