@@ -68,6 +68,15 @@ inline float tocl_round_half(float x) {
 }
 inline float tocl_round_bf16(float x) { return bf16_to_float(float_to_bf16(x)); }
 
+// A NaN the compiler cannot see through, which the generated code writes for its NaN constants: PoCL 3.1's
+// LLVM drops the store of floor, ceil, trunc, round, exp, exp2, expm1, tanh or sinh of a NaN it knows at
+// compile time, so the output kept whatever its memory held (`x * nan // 2.5` compiled returned garbage).
+inline float tocl_opaque_nan(void) {
+  volatile float nan_value = NAN;
+  return nan_value;
+}
+#define TOCL_NAN tocl_opaque_nan()
+
 // NaN-propagating minimum and maximum, as torch.minimum/maximum and max/min reductions.
 #define TOCL_FMIN(a, b) ((isnan(a) || (a) < (b)) ? (a) : (b))
 #define TOCL_FMAX(a, b) ((isnan(a) || (a) > (b)) ? (a) : (b))

@@ -527,6 +527,24 @@ def _int64_atomics():
     return has_int64_atomics(0)
 
 
+def test_nan_constants_reach_math_functions_forms():
+    """A NaN constant of the graph (here `x * nan`, which the OpenCL compiler folds to the constant) through
+    the functions whose store PoCL 3.1's LLVM dropped for a NaN known at compile time: the compiled graph
+    returned whatever the outputs' memory held. The generated code writes NaN constants as an opaque value."""
+
+    def fn(x):
+        n = x * float("nan")
+        return [torch.floor(n), torch.ceil(n), torch.trunc(n), torch.round(n), torch.exp(n), torch.exp2(n),
+                torch.expm1(n), torch.tanh(n), torch.sinh(n), torch.div(n, 2.5, rounding_mode="floor"),
+                torch.where(x > 0, torch.floor(n), x)]
+
+    x = torch.randn(37)
+    want = fn(x)
+    with native_only():
+        got = torch.compile(fn)(x.to(DEV))
+    assert_close(got, want)
+
+
 def test_random_ops():
     def fn(x):
         return torch.rand_like(x), torch.randn_like(x), F.dropout(x, 0.25, training=True)

@@ -77,7 +77,7 @@ def literal(value, dtype: torch.dtype | None = None) -> str:
     if isinstance(value, float) or (dtype is not None and dtype.is_floating_point):
         value = float(value)
         if math.isnan(value):
-            return "NAN"
+            return "TOCL_NAN"  # not NAN: see kernels_cl/inductor.cl
         if math.isinf(value):
             return "INFINITY" if value > 0 else "(-INFINITY)"
         text = repr(value)

@@ -27,7 +27,7 @@ class OpenCLExprPrinter(ExprPrinter):
         return "(-INFINITY)"
 
     def _print_NaN(self, expr):
-        return "NAN"
+        return "TOCL_NAN"  # not NAN: see kernels_cl/inductor.cl
 
     def _print_BooleanTrue(self, expr):
         return "true"

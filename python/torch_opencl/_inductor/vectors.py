@@ -25,7 +25,7 @@ _VECTOR_CALLS = frozenset({"exp", "erf_of", "tanh_of"})
 # Calls that PoCL vectorises by itself: allowed in a vector body, but they alone do not call for one. The
 # macros' selects take a vector condition lane by lane and widen a scalar operand.
 _PLAIN_CALLS = frozenset({"sqrt", "fabs", "TOCL_FMAX", "TOCL_FMIN"})
-_CONSTANTS = frozenset({"INFINITY", "NAN"})
+_CONSTANTS = frozenset({"INFINITY", "TOCL_NAN"})
 
 _INDEX = re.compile(r"^int (x\d+) = xindex;$")
 _LOAD = re.compile(r"^float (tmp\d+) = ((?:in_ptr|in_out_ptr)\d+)\[(\w+)\];$")
