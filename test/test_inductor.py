@@ -689,6 +689,27 @@ def test_dynamic_shapes_and_recompiles():
     assert out.shape == (2, 3) and counters["stats"]["unique_graphs"] == 2
 
 
+def test_dynamic_sliced_size_in_a_fused_kernel_forms():
+    """Under dynamic shapes a slice makes a size a sum (s0*s1*s2 - 4*s1*s2); splitting the kernel's flat
+    range into a node's ranges then needs a division sympy cannot prove exact, and the compile failed with
+    CantSplit. The node's own ranges are taken where they multiply out to the kernel's range."""
+
+    def fn(x, y):
+        a = x[:, :, 4:]
+        a = a.index_select(0, torch.arange(a.shape[0] - 1, -1, -1, device=a.device))
+        return torch.expm1(torch.where(a > 0.25, a, y.sum() * 0.01))
+
+    x = torch.randn(16, 5, 100).permute(2, 1, 0)
+    y = torch.randn(100, 5, 32)[..., ::2]
+    compiled = torch.compile(fn, dynamic=True)
+    for x, y in ((x, y), (x[:70, :3], y[:70, :3])):  # and at other sizes
+        xd = torch.empty_strided(x.shape, x.stride(), device=DEV).copy_(x)
+        yd = torch.empty_strided(y.shape, y.stride(), device=DEV).copy_(y)
+        with native_only():
+            got = compiled(xd, yd)
+        assert_close(got, fn(x, y), rtol=1e-5, atol=1e-5)
+
+
 def test_unsupported_op_runs_eager_counted():
     from torch_opencl._inductor import fallback
 

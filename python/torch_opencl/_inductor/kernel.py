@@ -46,7 +46,7 @@ from typing import Any
 import sympy
 import torch
 from torch._inductor.codegen.common import CSE, DeferredLine, IndentedBuffer
-from torch._inductor.codegen.simd import IterationRangesEntry, SIMDKernel
+from torch._inductor.codegen.simd import CantSplit, IterationRangesEntry, SIMDKernel
 from torch._inductor.runtime.hints import ReductionHint
 from torch._inductor.utils import get_kernel_metadata  # noqa: F401  (re-exported for scheduling)
 from torch._inductor.virtualized import V
@@ -174,6 +174,24 @@ class OpenCLKernel(SIMDKernel):
     sexpr = staticmethod(cexpr)
     kexpr = staticmethod(cexpr)
     pexpr = staticmethod(PythonPrinter().doprint)
+
+    @classmethod
+    def map_kernel_groups_to_node_sizes(cls, groups, lengths, set_ranges):
+        """Inductor's split of a node's ranges into the kernel's, and where it cannot prove the division
+        exact (a dynamic size written as a sum: numel s0*s1*s2 - 4*s1*s2 is not divisible by s0 - 4 as sympy
+        sees it), the node's own ranges when, without its empty reduction range, they multiply out to the
+        kernel's one flat range (and its reduction's): that compile failed with CantSplit."""
+        try:
+            return super().map_kernel_groups_to_node_sizes(groups, lengths, set_ranges)
+        except CantSplit:
+            own = list(lengths)
+            while len(own) > len(groups) and not own[-1]:
+                own.pop()
+            if len(own) != len(groups) or any(
+                sympy.expand(sympy.Mul(*sizes) - group) != 0 for sizes, group in zip(own, groups)
+            ):
+                raise
+            return [*set_ranges(*own), *([] for _ in range(len(lengths) - len(own)))]
 
     def __init__(self, tiling: dict[str, sympy.Expr], **kwargs: Any) -> None:
         super().__init__(tiling, **kwargs)
