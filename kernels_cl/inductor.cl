@@ -81,17 +81,20 @@ inline float tocl_opaque_nan(void) {
 #define TOCL_FMIN(a, b) ((isnan(a) || (a) < (b)) ? (a) : (b))
 #define TOCL_FMAX(a, b) ((isnan(a) || (a) > (b)) ? (a) : (b))
 
-// Atomic float addition on global memory (a compare-and-swap loop: OpenCL 1.2 has no float atomics).
-inline void tocl_atomic_add_float(volatile __global float* p, float v) {
-  union { uint u; float f; } expected, desired;
-  expected.f = *p;
-  for (;;) {
-    desired.f = expected.f + v;
-    const uint seen = atomic_cmpxchg((volatile __global uint*)p, expected.u, desired.u);
-    if (seen == expected.u) break;
-    expected.u = seen;
+// Atomic floating-point addition on global memory: a compare-and-swap loop on the value's bits (OpenCL 1.2
+// has no float atomics). NAME(p, v) adds v to *p, whose bits are a BITS exchanged by CMPXCHG.
+#define TOCL_ATOMIC_ADD_BY_CAS(NAME, T, BITS, CMPXCHG)                     \
+  inline void NAME(volatile __global T* p, T v) {                          \
+    union { BITS u; T f; } expected, desired;                              \
+    expected.f = *p;                                                       \
+    for (;;) {                                                             \
+      desired.f = expected.f + v;                                          \
+      const BITS seen = CMPXCHG((volatile __global BITS*)p, expected.u, desired.u); \
+      if (seen == expected.u) break;                                       \
+      expected.u = seen;                                                   \
+    }                                                                      \
   }
-}
+TOCL_ATOMIC_ADD_BY_CAS(tocl_atomic_add_float, float, uint, atomic_cmpxchg)
 
 // Atomic addition of the narrower types (index_put with accumulate, index_add and scatter_add of
 // float16, bfloat16 and 8- and 16-bit integers): a compare-and-swap on the aligned 32-bit word that holds
@@ -131,16 +134,7 @@ inline void tocl_atomic_add_narrow(volatile __global void* p, int bytes, float f
 #ifdef TOCL_INT64_ATOMICS
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #ifdef TOCL_FP64
-inline void tocl_atomic_add_double(volatile __global double* p, double v) {
-  union { ulong u; double f; } expected, desired;
-  expected.f = *p;
-  for (;;) {
-    desired.f = expected.f + v;
-    const ulong seen = atom_cmpxchg((volatile __global ulong*)p, expected.u, desired.u);
-    if (seen == expected.u) break;
-    expected.u = seen;
-  }
-}
+TOCL_ATOMIC_ADD_BY_CAS(tocl_atomic_add_double, double, ulong, atom_cmpxchg)
 #endif
 #endif
 
