@@ -188,3 +188,6 @@ inline __attribute__((always_inline)) long tocl_randint64_at(long seed, long off
   const ulong bits = ((ulong)w1 << 32) | (ulong)w0;
   return low + (long)(bits % (ulong)(high - low));
 }
+
+// The tiles of compiled products with their epilogues (CPU-class devices: TOCL_GEMM_VW defined).
+#include "inductor_gemm.cl"

@@ -34,6 +34,12 @@ struct KernelForms {
   // mm/addmm/bmm/baddbmm on our register-tiled CPU kernel (kernels_cl/gemm.cl) for products up to
   // TORCH_OPENCL_SMALL_GEMM_LIMIT; the GPU class uses CLBlast and the GPU GEMM forms instead.
   bool cpu_register_gemm = true;
+  // Its tile: floats per vector (the device's native float vector width: 16 on AVX-512, 8 on AVX2) and rows
+  // per work-item (32 vector registers on AVX-512 hold 8 x 2 accumulators; AVX2's 16 hold 6 x 2). Also the
+  // tile of the products torch.compile generates with their epilogues (kernels_cl/inductor_gemm.cl). 0 where
+  // the class has no register GEMM.
+  int cpu_gemm_vector_width = 0;
+  int cpu_gemm_rows = 0;
 
   // GEMM shaped for GPUs (kernels_cl/gemm_tiled.cl) for mm/addmm/bmm/baddbmm, one launch per batch:
   // tiles of 64 rm x 64 rn with K stages of bk. The plan (aten/native/gemm_tiled.cpp) takes the large

@@ -23,7 +23,7 @@ TORCH_OPENCL_KERNEL_CLASS=gpu run "${GPU_FORM_TESTS[@]}"
 TORCH_OPENCL_KERNEL_CLASS=gpu run test_nn_ops_native.py -k "embedding_bag_errors or max_unpool_errors"
 # torch.compile's generated kernels in their GPU form (one work-group per reduction row), and the compile
 # fuzzer's fixed cases.
-TORCH_OPENCL_KERNEL_CLASS=gpu run test_inductor.py test_compile_fuzz.py -k forms
+TORCH_OPENCL_KERNEL_CLASS=gpu run test_inductor.py test_compile_fuzz.py test_compile_gemm.py -k forms
 # torch.distributed (issue 16): two ranks, each a process on one of PoCL's two devices.
 echo "==> torch.distributed with two ranks on POCL_DEVICES='pthread pthread': test_distributed.py"
 POCL_DEVICES="pthread pthread" run test_distributed.py

@@ -77,8 +77,10 @@ params = [torch.randn(10, device=dev, requires_grad=True) for _ in range(2)]
 sum(p.sum() for p in params).backward()
 torch.optim.Adam(params).step(); torch.optim.Adam(params, fused=True).step()                # foreach.cl, optim.cl
 torch.zeros(1 << 20, device=dev).clone()                                  # bulk_memory.cl (where the driver's are slow)
-# torch.compile's graph programs: inductor.cl (with philox.cl) and the kernels generated after it, one program.
-torch.compile(lambda a: (torch.sigmoid(a) * 2 + a.double().exp().float()).sum(1) + torch.rand_like(a).amax(1))(xd)
+# torch.compile's graph programs: inductor.cl (with philox.cl) and the kernels generated after it, one program;
+# in the cpu class a product with its epilogue (inductor_gemm.cl).
+torch.compile(lambda a: (torch.sigmoid(a) * 2 + a.double().exp().float()).sum(1) + torch.rand_like(a).amax(1)
+              + torch.relu(a @ a.t()).sum(1))(xd)
 torch.opencl.synchronize()
 with open(sys.argv[1], "w") as f:
     json.dump(_C._recorded_program_sources(), f)

@@ -40,15 +40,11 @@ struct Config {
   int tm;  // rows per work-item (TM)
 };
 
-// Vectors as wide as the device's native float vectors (16 floats on AVX-512, 8 on AVX2), half as many doubles.
+// Vectors as wide as the device's native float vectors (kernel_forms), half as many doubles.
 Config config_of(int device, c10::ScalarType type) {
-  const auto& d = tocl::device_info(device);
-  cl_uint width = 0;
-  if (clGetDeviceInfo(d.id, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof(width), &width, nullptr) != CL_SUCCESS)
-    width = 8;
-  const int floats = width >= 16 ? 16 : 8;
-  // 32 vector registers on AVX-512 hold 8 x 2 accumulators; AVX2's 16 hold 6 x 2.
-  return {type == at::kDouble ? floats / 2 : floats, floats == 16 ? 8 : 6};
+  const auto& forms = tocl::kernel_forms(device);
+  const int floats = forms.cpu_gemm_vector_width ? forms.cpu_gemm_vector_width : 8;
+  return {type == at::kDouble ? floats / 2 : floats, forms.cpu_gemm_rows ? forms.cpu_gemm_rows : 6};
 }
 
 cl_program program_for(int device, c10::ScalarType type, const Config& cfg) {
@@ -67,7 +63,55 @@ cl_program program_for(int device, c10::ScalarType type, const Config& cfg) {
 
 bool serves(int device) { return tocl::kernel_forms(device).cpu_register_gemm; }
 
+// B's panels (batch, tiles_n, K, NC) contiguous, NC columns per tile (zeros past N): the tile kernels then
+// stream each panel in order, whatever B's layout or leading dimension.
+at::Tensor pack_panels(cl_program program, const at::Tensor& b, int64_t k, int64_t n, int64_t nc, cl_long sbk,
+                       cl_long sbn, cl_long sbb, int64_t pack_batch) {
+  const int device = device_index(b);
+  const int64_t tiles_n = (n + nc - 1) / nc;
+  at::Tensor packed = at::empty({pack_batch * tiles_n * k * nc}, b.options());
+  const tocl::BufferArg b_arg = buffer_arg(b);
+  if (sbk == 1 && sbn != 1 && k <= 256) {
+    // A transposed B read along its columns: about 2x faster than by rows for k <= 256 (q @ k^T,
+    // transposed weights of linear layers); slower for longer columns (k = 512, 784) in a few runs.
+    cl_kernel pk = tocl::get_kernel(program, "pack_b_columns");
+    tocl::set_args(pk, b_arg, buffer_arg(packed), static_cast<cl_int>(n), static_cast<cl_int>(k), sbn, sbb,
+                   static_cast<cl_int>(tiles_n), static_cast<cl_int>(pack_batch), static_cast<cl_int>(nc));
+    tocl::enqueue_1d(device, current_stream_of(b), pk, static_cast<size_t>(pack_batch * tiles_n * nc), 16);
+  } else {
+    cl_kernel pk = tocl::get_kernel(program, "pack_b");
+    tocl::set_args(pk, b_arg, buffer_arg(packed), static_cast<cl_int>(n), static_cast<cl_int>(k), sbk, sbn, sbb,
+                   static_cast<cl_int>(tiles_n), static_cast<cl_int>(pack_batch), static_cast<cl_int>(nc));
+    tocl::enqueue_1d(device, current_stream_of(b), pk, static_cast<size_t>(pack_batch * tiles_n * k), 64);
+  }
+  return packed;
+}
+
 }  // namespace
+
+// B's rows are read as vectors. B is first packed into contiguous panels of its column tiles (k * n per
+// matrix, once for an expanded batch) when its columns are not adjacent (a transposed weight), when its last
+// tile is partial (else read element by element), and when large panels are reused by many row tiles
+// (streamed in order rather than a leading dimension apart). TORCH_OPENCL_SMALL_GEMM_PACK=0/1 forces it
+// off/on (for measurements).
+bool small_gemm_packs_b(int64_t m, int64_t n, int64_t k, int64_t sbn, int64_t nc) {
+  static const int pack_mode = [] {
+    const char* v = std::getenv("TORCH_OPENCL_SMALL_GEMM_PACK");
+    return v && *v ? std::atoi(v) : -1;
+  }();
+  return pack_mode == 1 || (pack_mode == -1 && n > 1 && (sbn != 1 || n % nc != 0 || (m >= 256 && k >= 256)));
+}
+
+at::Tensor small_gemm_pack_b(const at::Tensor& b, int64_t nc) {
+  TORCH_CHECK(b.dim() == 2 && b.scalar_type() == at::kFloat, "small_gemm_pack_b: B must be a 2-D float32 tensor");
+  const int device = device_index(b);
+  TORCH_CHECK(serves(device), "small_gemm_pack_b: this device's kernel class has no register GEMM");
+  const Config cfg = config_of(device, b.scalar_type());
+  TORCH_CHECK(nc == cfg.vw || nc == 2 * cfg.vw, "small_gemm_pack_b: tiles of ", nc, " columns; the device's are ",
+              cfg.vw, " or ", 2 * cfg.vw);
+  const auto stride = [&](int64_t dim) -> cl_long { return b.size(dim) == 1 ? 0 : static_cast<cl_long>(b.stride(dim)); };
+  return pack_panels(program_for(device, b.scalar_type(), cfg), b, b.size(0), b.size(1), nc, stride(0), stride(1), 0, 1);
+}
 
 int64_t small_gemm_limit() { return limit_value().load(); }
 void set_small_gemm_limit(int64_t limit) { limit_value().store(limit); }
@@ -97,35 +141,12 @@ bool small_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, d
   cl_long sbk = stride(b, d - 2), sbn = stride(b, d - 1), sbb = d == 3 ? stride(b, 0) : 0;
   const cl_program program = program_for(device, c.scalar_type(), cfg);
   const bool dbl = c.scalar_type() == at::kDouble;
-  // B's rows are read as vectors. B is first packed into contiguous panels of its column tiles (k * n
-  // per matrix, once for an expanded batch) when its columns are not adjacent (a transposed weight), when
-  // its last tile is partial (else read element by element), and when large panels are reused by many row
-  // tiles (streamed in order rather than a leading dimension apart). TORCH_OPENCL_SMALL_GEMM_PACK=0/1
-  // forces it off/on (for measurements).
-  static const int pack_mode = [] {
-    const char* v = std::getenv("TORCH_OPENCL_SMALL_GEMM_PACK");
-    return v && *v ? std::atoi(v) : -1;
-  }();
-  const bool pack = pack_mode == 1 ||
-                    (pack_mode == -1 && n > 1 && (sbn != 1 || n % nc != 0 || (m >= 256 && k >= 256)));
+  const bool pack = small_gemm_packs_b(m, n, k, sbn, nc);
   tocl::BufferArg b_arg = buffer_arg(b);
   at::Tensor packed;
   if (pack) {
     const int64_t pack_batch = sbb == 0 ? 1 : batch;
-    packed = at::empty({pack_batch * tiles_n * k * nc}, c.options());
-    if (sbk == 1 && sbn != 1 && k <= 256) {
-      // A transposed B read along its columns: about 2x faster than by rows for k <= 256 (q @ k^T,
-      // transposed weights of linear layers); slower for longer columns (k = 512, 784) in a few runs.
-      cl_kernel pk = tocl::get_kernel(program, "pack_b_columns");
-      tocl::set_args(pk, b_arg, buffer_arg(packed), static_cast<cl_int>(n), static_cast<cl_int>(k), sbn, sbb,
-                     static_cast<cl_int>(tiles_n), static_cast<cl_int>(pack_batch), static_cast<cl_int>(nc));
-      tocl::enqueue_1d(device, current_stream_of(c), pk, static_cast<size_t>(pack_batch * tiles_n * nc), 16);
-    } else {
-      cl_kernel pk = tocl::get_kernel(program, "pack_b");
-      tocl::set_args(pk, b_arg, buffer_arg(packed), static_cast<cl_int>(n), static_cast<cl_int>(k), sbk, sbn, sbb,
-                     static_cast<cl_int>(tiles_n), static_cast<cl_int>(pack_batch), static_cast<cl_int>(nc));
-      tocl::enqueue_1d(device, current_stream_of(c), pk, static_cast<size_t>(pack_batch * tiles_n * k), 64);
-    }
+    packed = pack_panels(program, b, k, n, nc, sbk, sbn, sbb, pack_batch);
     b_arg = buffer_arg(packed);
     sbk = nc;
     sbn = 1;

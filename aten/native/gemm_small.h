@@ -16,6 +16,12 @@ namespace torch_opencl {
 bool small_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c, double alpha, double beta,
                 const at::Tensor& s);
 
+// Whether the kernel reads B (k, n) through packed panels of its column tiles (nc columns each): the rule
+// the products torch.compile generates follow too (python/torch_opencl/_inductor/gemm.py).
+bool small_gemm_packs_b(int64_t m, int64_t n, int64_t k, int64_t sbn, int64_t nc);
+// B's panels as the kernel reads them, for a 2-D float32 B: (tiles_n, k, nc) contiguous, zeros past n.
+at::Tensor small_gemm_pack_b(const at::Tensor& b, int64_t nc);
+
 // Products of at most this many multiply-adds per matrix (m * n * k) use the kernel; 0 disables
 // it. Default kSmallGemmLimit, or TORCH_OPENCL_SMALL_GEMM_LIMIT from the environment.
 int64_t small_gemm_limit();

@@ -47,7 +47,8 @@ def _codegen_version():
     # The kernels' form depends on the devices (runtime/kernel_forms.h), so the code does too.
     for index in range(_C._device_count()):
         p = _C._device_properties(index)
-        digest.update(repr([p[k] for k in ("name", "kernel_class", "row_group", "compute_units", "fp64", "pointwise_vectors")]
+        digest.update(repr([p[k] for k in ("name", "kernel_class", "row_group", "compute_units", "fp64", "pointwise_vectors",
+                                           "cpu_gemm_vector_width", "cpu_gemm_rows")]
                            + ["cl_khr_int64_base_atomics" in p["extensions"].split()]).encode())
 
     class CodegenVersion(CustomGraphModulePass):
@@ -55,7 +56,9 @@ def _codegen_version():
             pass
 
         def uuid(self):
-            return "torch_opencl-" + digest.hexdigest()
+            from . import gemm
+
+            return f"torch_opencl-{digest.hexdigest()}-gemm{int(gemm.enabled)}"
 
     return CodegenVersion()
 

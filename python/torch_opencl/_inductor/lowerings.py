@@ -7,6 +7,8 @@ small transformer, more than the rest of the clip and the optimizer step togethe
 (SMALL_CAT_NUMEL elements or fewer, static sizes) one kernel that takes each element from its input
 (Inductor's pointwise_cat) does the same in one launch.
 
+Matrix products of float32 on CPU-class devices: a template with their epilogues fused (gemm.py).
+
 Atomic adds (index_put with accumulate, index_add, scatter_add): generated kernels add to every element type
 Inductor sends (kernel.atomic_add_line), the 64-bit ones only where the device has
 cl_khr_int64_base_atomics; elsewhere those ops of 64-bit types stay on the eager kernels, as Inductor keeps
@@ -16,6 +18,8 @@ import math
 
 import sympy
 import torch
+
+from . import gemm
 
 SMALL_CAT_NUMEL = 4096
 
@@ -82,6 +86,7 @@ def install() -> None:
     from torch._inductor import lowering
 
     _install_atomic_add_limits(lowering)
+    gemm.install(lowering)
 
     for overload in (torch.ops.aten.cat.default,):
         inductors = lowering.lowerings.get(overload)

@@ -29,6 +29,9 @@ def program_prelude(device: int) -> str:
         _PRELUDE[device] = (("#define TOCL_FP64\n" if props["fp64"] else "")
                             + ("#define VEC16 1\n" if props["pointwise_vectors"] else "")
                             + ("#define TOCL_INT64_ATOMICS 1\n" if has_int64_atomics(device) else "")
+                            # The product template's tile (gemm.py, kernels_cl/inductor_gemm.cl).
+                            + (f"#define TOCL_GEMM_VW {props['cpu_gemm_vector_width']}\n"
+                               f"#define TOCL_GEMM_TM {props['cpu_gemm_rows']}\n" if props["cpu_gemm_vector_width"] else "")
                             + _C._embedded_source("inductor.cl"))
     return _PRELUDE[device]
 

@@ -1,5 +1,6 @@
 """Inductor's scheduling for opencl: SIMD kernels (kernel.py) over flat index ranges, horizontally
-fused where Inductor groups independent kernels (combo.py), one program per graph (wrapper.py)."""
+fused where Inductor groups independent kernels (combo.py), products with their epilogues (gemm.py, through
+SIMDScheduling's codegen_template), one program per graph (wrapper.py)."""
 import sympy
 from torch._inductor.codegen.common import BackendFeature
 from torch._inductor.codegen.simd import SIMDScheduling
@@ -9,6 +10,7 @@ from torch._inductor.virtualized import V
 from torch.utils._ordered_set import OrderedSet
 
 from .combo import OpenCLComboKernel, combo_key, max_params
+from .gemm import OpenCLGemmKernel
 from .kernel import KERNEL_NAME_PLACEHOLDER, OpenCLKernel
 
 
@@ -18,7 +20,8 @@ class OpenCLScheduling(SIMDScheduling):
     @classmethod
     def get_backend_features(cls, device):
         # Foreach ops become one kernel for all their tensors (codegen_combo_kernel). No scan, sort,
-        # bucketize, in-place buffers or templates: Inductor keeps ATen's kernels for those.
+        # bucketize or in-place buffers: Inductor keeps ATen's kernels for those. Products with their
+        # epilogues are templates (gemm.py), which need no feature flag.
         return OrderedSet([BackendFeature.FOREACH])
 
     @classmethod
@@ -75,6 +78,8 @@ class OpenCLScheduling(SIMDScheduling):
             return wrapper.src_to_kernel[src_code]
         if isinstance(kernel, OpenCLComboKernel):
             fused = "combo"
+        elif isinstance(kernel, OpenCLGemmKernel):
+            fused = "gemm"
         else:
             fused = "red" if kernel.features.is_reduction() else "poi"
         name = f"opencl_{fused}_{wrapper.next_kernel_suffix()}"

@@ -68,6 +68,8 @@ py::dict device_properties(int index) {
   p["kernel_copy_min_bytes"] = forms.kernel_copy_min_bytes;
   p["row_group"] = forms.row_group;
   p["pointwise_vectors"] = forms.pointwise_vectors;
+  p["cpu_gemm_vector_width"] = forms.cpu_gemm_vector_width;
+  p["cpu_gemm_rows"] = forms.cpu_gemm_rows;
   p["extensions"] = d.extensions;
   p["platform_index"] = d.platform_index;
   p["index_in_platform"] = d.index_in_platform;
@@ -227,6 +229,9 @@ PYBIND11_MODULE(_C, m) {
   // GEMM tuning (python -m torch_opencl.tune).
   m.def("_gemm_tuning_path", &tocl::gemm_tuning_path);
   m.def("_gemm_tuning_source", &tocl::gemm_tuning_source);
+  // The product template of torch.compile (python/torch_opencl/_inductor/gemm.py) packs B as eager does.
+  m.def("_gemm_packs_b", &torch_opencl::small_gemm_packs_b);
+  m.def("_gemm_pack_b", &torch_opencl::small_gemm_pack_b);
   m.def("_small_gemm_limit", [](std::optional<int64_t> limit) {
     const int64_t old = torch_opencl::small_gemm_limit();
     if (limit) torch_opencl::set_small_gemm_limit(*limit);

@@ -1,0 +1,302 @@
+"""Matrix products that torch.compile generates, with their epilogues, on CPU-class devices.
+
+Elsewhere a compiled graph calls mm and addmm as extern kernels (our ATen GEMM), and what follows a product
+(a bias, an activation, dropout, the mask of an activation's gradient) is a kernel of its own, a second pass
+over the product. Here a float32 mm of static sizes lowers to an Inductor template (an ir.TemplateBuffer, as
+Inductor's Triton mm templates) whose kernel computes a tile of the product in registers
+(kernels_cl/inductor_gemm.cl) and then runs the pointwise nodes Inductor fuses after it on each element of
+the tile, storing only what the graph needs. addmm becomes that product plus a pointwise add, which Inductor
+then fuses into it. One launch where the extern path took a B-pack, the product and the epilogue's kernel.
+
+The tile's form follows B's layout: B's columns adjacent (x @ w, a gradient's products) take the register
+tile of kernels_cl/gemm.cl; A and B both adjacent along k (x @ w.t(), a linear layer's forward) take dot
+products along k, with no pack of the transposed weight. Other layouts, other dtypes, dynamic sizes and
+GPU-class devices keep the extern kernels (whose GPU forms have their own tiles and tensor cores).
+
+`enabled` switches the template off (extern products everywhere), for measurements; it is part of the code
+generator's cache key (__init__._codegen_version).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import sympy
+import torch
+from torch._inductor import ir
+from torch._inductor.codegen.common import IndentedBuffer
+from torch._inductor.codegen.simd_kernel_features import SIMDKernelFeatures
+from torch._inductor.virtualized import V
+from torch.utils._ordered_set import OrderedSet
+
+from .. import _C
+
+from .kernel import KERNEL_NAME_PLACEHOLDER, OpenCLKernel, Param, declare
+
+enabled = True
+
+PANEL = "gemm_panel"  # the kernel parameter of B's packed panel
+
+NT_ROWS = 4  # kernels_cl/inductor_gemm.cl's TOCL_GEMM_NT_ROWS; its columns depend on the vector width
+# The nt form for products of at most this many rows. PoCL, 2-core AVX-512, device time of a compiled product
+# against eager's pack and product: 128 x 784 x 256 (the MLP's first layer) 497 vs 750 us, 128 x 256 x 256
+# 175 vs 187; 1024 x 128 x 384 1026 vs 631, 1024 x 512 x 128 917 vs 759 (many row tiles: the register tile
+# over a packed panel reuses B's columns, the nt form rereads them for every row tile).
+NT_MAX_ROWS = 128
+
+
+@dataclasses.dataclass(frozen=True)
+class GemmPlan:
+    """One product C (m, n) = A (m, k) @ B (k, n) and its tile: element (i, j) of A is at a_off + i * sam +
+    j * sak of its buffer, and so on for B."""
+
+    m: int
+    n: int
+    k: int
+    a_off: int
+    sam: int
+    sak: int
+    b_off: int
+    sbk: int
+    sbn: int
+    form: str  # "nn" (register tile) or "nt" (dot products along k)
+    vector: int  # floats per vector (TOCL_GEMM_VW)
+    rows: int  # rows of C per tile
+    cols: int  # columns of C per tile
+    pack: bool = False  # the nn form reads B through panels eager's pack makes (gemm.cl), launched before
+
+    @property
+    def tiles_m(self) -> int:
+        return -(-self.m // self.rows)
+
+    @property
+    def tiles_n(self) -> int:
+        return -(-self.n // self.cols)
+
+    @property
+    def tiles(self) -> int:
+        return self.tiles_m * self.tiles_n
+
+
+def _static(values) -> list[int] | None:
+    out = []
+    for v in values:
+        if not isinstance(v, (int, sympy.Integer)):
+            return None
+        out.append(int(v))
+    return out
+
+
+def _fixed_input(x):
+    """`x` realized, as a Buffer or ReinterpretView of fixed layout (a flexible one frozen as it stands)."""
+    x = ir.ExternKernel.realize_input(x)
+    x = ir.InputsKernel.unwrap_storage_for_input(x)
+    if isinstance(x, ir.Buffer) and isinstance(x.get_layout(), ir.FlexibleLayout):
+        x.freeze_layout()
+    return x if isinstance(x, (ir.Buffer, ir.ReinterpretView)) else None
+
+
+def _plan(mat1, mat2) -> tuple[GemmPlan, Any, Any] | None:
+    """The template's plan for mat1 @ mat2, with the fixed inputs; None where the extern product stays."""
+    if not enabled:
+        return None
+    device = mat1.get_device()
+    if device is None or device.type != "opencl" or mat2.get_device() != device:
+        return None
+    if mat1.get_dtype() != torch.float32 or mat2.get_dtype() != torch.float32:
+        return None
+    sizes = _static([*mat1.get_size(), *mat2.get_size()])
+    if sizes is None or len(sizes) != 4:
+        return None
+    m, k, k2, n = sizes
+    if k != k2 or min(m, n, k) < 1 or max(m * n, m * k, k * n) >= 2**31:
+        return None
+    from .. import device_module
+
+    props = device_module.get_device_properties(device)
+    vector, rows = int(props.cpu_gemm_vector_width), int(props.cpu_gemm_rows)
+    if not vector:
+        return None  # a GPU-class device: the extern product's tiles
+    a, b = _fixed_input(mat1), _fixed_input(mat2)
+    if a is None or b is None:
+        return None
+    a_strides, b_strides = _static(a.get_stride()), _static(b.get_stride())
+    offsets = _static([a.get_layout().offset, b.get_layout().offset])
+    if a_strides is None or b_strides is None or offsets is None:
+        return None
+    (sam, sak), (sbk, sbn) = a_strides, b_strides
+    sam, sbn = (0 if m == 1 else sam), (1 if n == 1 else sbn)
+    sak, sbk = (1 if k == 1 else sak), (1 if k == 1 else sbk)
+    if sak == 1 and sbk == 1 and m <= NT_MAX_ROWS:
+        cols = 4 if vector >= 16 else 2  # TOCL_GEMM_NT_COLS
+        return GemmPlan(m, n, k, offsets[0], sam, sak, offsets[1], sbk, sbn, "nt", vector, NT_ROWS, cols), a, b
+    cols = 2 * vector if n > vector else vector
+    # Packed where eager packs (gemm_small.cpp): B's columns not adjacent, its last tile partial, or large
+    # panels that many row tiles reuse.
+    pack = bool(_C._gemm_packs_b(m, n, k, sbn, cols))
+    plan = GemmPlan(m, n, k, offsets[0], sam, sak, offsets[1], sbk, sbn, "nn", vector, rows, cols, pack)
+    return plan, a, b
+
+
+def tuned_mm(mat1, mat2):
+    """mat1 @ mat2 as the template, or None."""
+    planned = _plan(mat1, mat2)
+    if planned is None:
+        return None
+    plan, a, b = planned
+    device = a.get_device()
+    layout = ir.FixedLayout(device, torch.float32, [plan.m, plan.n])
+
+    def make_kernel_render(template_node, hint_override=None):
+        return OpenCLGemmKernel(plan), lambda: None
+
+    buf = ir.TemplateBuffer(layout=layout, inputs=[a, b], make_kernel_render=make_kernel_render)
+    buf.allow_prologue_fusion = False
+    return ir.TensorBox.create(buf)
+
+
+class OpenCLGemmKernel(OpenCLKernel):
+    """The generated kernel of one product and the epilogue nodes Inductor fused after it. The epilogue is
+    generated as a pointwise kernel's body over the product's elements (xindex = row * n + col); a load of
+    the product returns the tile's value (Inductor's store cache), and the product itself is stored only if
+    something outside the kernel reads it."""
+
+    def __init__(self, plan: GemmPlan) -> None:
+        numel = sympy.Integer(plan.m * plan.n)
+        super().__init__({"x": numel}, features=SIMDKernelFeatures([], numel))
+        self.plan = plan
+        self.prologue_fused_inputs: OrderedSet[str] = OrderedSet()
+        self.prologue_fused_inputs_preserve_zero: OrderedSet[str] = OrderedSet()
+        self._inputs: tuple[str, str] = ("", "")  # A's and B's kernel parameters
+        self.template_inputs: tuple[Any, ...] = ()  # A's and B's IR nodes
+        self._value = ""
+
+    def get_unfused_epilogues(self) -> list:
+        return []
+
+    def rng_memo(self) -> str:
+        """A random op of the epilogue (dropout) keeps the last Philox block it drew in a memo: the tile's
+        elements go along its rows, so four consecutive ones share a block (one Philox each, unmemoised, made
+        a compiled linear + ReLU + dropout 1.8x slower than the product and a pointwise kernel)."""
+        name = f"rng{next(self.rng_memos)}"
+        self.hoisted.writeline(f"philox_memo {name} = PHILOX_MEMO_INIT;")
+        return f"&{name}"
+
+    def kernel_params(self) -> list[Param]:
+        params = super().kernel_params()
+        if self.plan.pack:  # the panel of B that call_kernel packs before the launch
+            params.append(Param(PANEL, None, "float", pointer=True))
+        return params
+
+    def codegen_template_body(self, scheduling, template_node, epilogue_nodes, prologue_nodes,
+                              buf_name_to_prologue_group, prologue_preserves_zero_mask_fn, render) -> str:
+        assert not prologue_nodes, "the opencl product template takes no prologues"
+        buf = template_node.node
+        a, b = buf.inputs
+        self.template_inputs = (a, b)
+        with self:
+            self._inputs = (self.args.input(a.get_name()), self.args.input(b.get_name()))
+            value = self.cse.newvar(dtype=torch.float32)
+            self._value = str(value)
+            self.variant_vars.add(self._value)  # differs per element: never hoisted out of the loop
+            (index_vars, _) = self.split_and_set_ranges([[self.plan.m, self.plan.n], []])
+            V.ops.store(buf.get_name(), buf.get_layout().make_indexer()(index_vars), value)
+            for node in epilogue_nodes:
+                node.codegen(self.split_and_set_ranges(node.get_ranges()))
+        with V.set_kernel_handler(self):
+            return self.codegen_kernel()
+
+    def codegen_kernel(self, name: str | None = None) -> str:
+        self.codegen_body()
+        p, idx = self.plan, self.index_dtype
+        a, b = self._inputs
+        code = IndentedBuffer()
+        code.writeline(f"__kernel void {name or KERNEL_NAME_PLACEHOLDER}({', '.join(declare(self.kernel_params()))}) {{")
+        with code.indent():
+            code.splice(self.kernel_scope)
+            code.writeline("const uint gid = get_global_id(0);")
+            code.writeline(f"if (gid >= {p.tiles}u) return;")
+            code.writeline(f"const int row0 = (int)(gid % {p.tiles_m}u) * {p.rows};")
+            code.writeline(f"const int col0 = (int)(gid / {p.tiles_m}u) * {p.cols};")
+            a_ptr = f"{a} + {p.a_off}"
+            if p.form == "nn":
+                fn = f"tocl_gemm_nn_{'wide' if p.cols > p.vector else 'narrow'}"
+                code.writeline(f"float tile[TOCL_GEMM_TM][{p.cols}];")
+                if p.pack:
+                    code.writeline(
+                        f"{fn}(tile, {a_ptr}, {PANEL} + (long)(gid / {p.tiles_m}u) * {p.k * p.cols}, row0, {p.m}, "
+                        f"{p.n} - col0, {p.k}, {p.sam}L, {p.sak}L, {p.cols}L, 1L, 1);"
+                    )
+                else:
+                    vector_rows = f"col0 + {p.cols} <= {p.n}" if p.sbn == 1 else "0"
+                    code.writeline(
+                        f"{fn}(tile, {a_ptr}, {b} + {p.b_off} + (long)col0 * {p.sbn}, row0, {p.m}, {p.n} - col0, "
+                        f"{p.k}, {p.sam}L, {p.sak}L, {p.sbk}L, {p.sbn}L, {vector_rows});"
+                    )
+            else:
+                code.writeline("float tile[TOCL_GEMM_NT_ROWS][TOCL_GEMM_NT_COLS];")
+                code.writeline(
+                    f"tocl_gemm_nt(tile, {a_ptr}, {b} + {p.b_off}, row0, col0, {p.m}, {p.n}, {p.k}, {p.sam}L, {p.sbn}L);"
+                )
+            code.splice(self.hoisted)
+            code.writeline(f"for (int r = 0; r < {p.rows}; ++r) {{")
+            with code.indent():
+                code.writeline(f"if (row0 + r >= {p.m}) break;")
+                code.writeline(f"for (int j = 0; j < {p.cols}; ++j) {{")
+                with code.indent():
+                    code.writeline(f"if (col0 + j >= {p.n}) break;")
+                    code.writeline(f"const {idx} xindex = ({idx})(row0 + r) * {p.n} + col0 + j;")
+                    code.writeline(f"const float {self._value} = tile[r][j];")
+                    code.splice(self.body)
+                code.writeline("}")
+            code.writeline("}")
+        code.writeline("}")
+        return code.getvalue()
+
+    def call_kernel(self, name: str, node: Any = None, deallocate_ws: bool = True) -> None:
+        p, wrapper = self.plan, V.graph.wrapper_code
+        device = V.graph.get_current_device_or_throw()
+        params = self.kernel_params()
+        args = self.call_args(name, [q for q in params if q.name != PANEL])
+        panel = None
+        if p.pack:
+            # B's panels first, by eager's pack (gemm_small.cpp).
+            panel = f"{name}_panel"
+            b = wrapper.val_to_arg_str(self.template_inputs[1])
+            wrapper.writeline(f"{panel} = opencl_gemm_pack_b({b}, {p.cols})")
+            args.append(panel)
+        # Work-groups of 4 tiles, single tiles when there are few to spread over the cores (gemm_small.cpp).
+        group = 4 if p.tiles >= 64 else 1
+        args += [f"threads={-(-p.tiles // group) * group}", f"group_size={group}"]
+        wrapper.generate_kernel_call(name, args, device=device, triton=False)
+        if panel:
+            wrapper.writeline(f"del {panel}")
+
+
+def install(lowering) -> None:
+    """mm and addmm of opencl tensors through the template where it takes them."""
+    aten = torch.ops.aten
+    mm_lowering, addmm_lowering = lowering.lowerings[aten.mm.default], lowering.lowerings[aten.addmm.default]
+    if getattr(mm_lowering, "_opencl_gemm", False):
+        return
+
+    def mm(mat1, mat2, out_dtype=None, *, layout=None):
+        if out_dtype is None and layout is None and (out := tuned_mm(mat1, mat2)) is not None:
+            return out
+        return mm_lowering(mat1, mat2, out_dtype=out_dtype, layout=layout)
+
+    def addmm(inp, mat1, mat2, *, alpha=1, beta=1, layout=None):
+        if layout is None and inp.get_dtype() == torch.float32 and (out := tuned_mm(mat1, mat2)) is not None:
+            # alpha * (mat1 @ mat2) + beta * inp as pointwise nodes after the product, which Inductor fuses
+            # into its kernel; beta == 0 ignores inp, NaN included (BLAS, eager).
+            add, mul = lowering.lowerings[aten.add.Tensor], lowering.lowerings[aten.mul.Tensor]
+            if alpha != 1:
+                out = mul(out, alpha)
+            if beta == 0:
+                return out
+            return add(out, inp if beta == 1 else mul(inp, beta))
+        return addmm_lowering(inp, mat1, mat2, alpha=alpha, beta=beta, layout=layout)
+
+    for overload, fn in ((aten.mm.default, mm), (aten.addmm.default, addmm)):
+        fn._opencl_gemm = True  # type: ignore[attr-defined]
+        lowering.lowerings[overload] = fn

@@ -1,0 +1,150 @@
+"""torch.compile's matrix products on opencl: on CPU-class devices a template whose kernel runs the product's
+epilogue (python/torch_opencl/_inductor/gemm.py, kernels_cl/inductor_gemm.cl); on GPU-class devices (and for
+what the template does not take) the extern products. Tests named *_forms also run in the GPU class
+(scripts/test.sh), where they check the extern path gives the same answers."""
+import pytest
+import torch
+import torch._dynamo
+from torch import nn
+from torch.nn import functional as F
+
+from _device_helpers import kernel_class, launched_kernels, native_only
+
+DEV = "opencl"
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    yield
+
+
+def _gemm_kernels(names):
+    return [n for n in names if n.startswith("opencl_gemm")]
+
+
+def _operand(rows, cols, layout, gen):
+    """A (rows, cols) CPU tensor laid out as `layout`: contiguous, transposed (columns adjacent), or a
+    stepped slice at an offset."""
+    if layout == "t":
+        return torch.randn(cols, rows, generator=gen).t()
+    if layout == "slice":
+        return torch.randn(rows + 1, 2 * cols + 3, generator=gen)[1:, 3::2]
+    return torch.randn(rows, cols, generator=gen)
+
+
+# (m, k, n): partial tiles, a single row or column, k of 1, the nt form's row limit and past it, panels
+# reused by many row tiles (m and k >= 256).
+SHAPES = [(37, 50, 45), (1, 20, 33), (19, 7, 1), (5, 1, 40), (128, 64, 40), (130, 64, 40), (260, 260, 40)]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("layouts", ["nn", "nt", "tn", "tt", "slice"])
+def test_products_match_cpu_forms(shape, layouts):
+    m, k, n = shape
+    gen = torch.Generator().manual_seed(m * 1000 + n)
+    la, lb = ("slice", "slice") if layouts == "slice" else ({"n": "c", "t": "t"}[layouts[0]], {"n": "c", "t": "t"}[layouts[1]])
+    a, b = _operand(m, k, la, gen), _operand(k, n, lb, gen)
+    bias = torch.randn(n, generator=gen)
+    fn = torch.compile(lambda a, b, bias: (a @ b, torch.relu(torch.addmm(bias, a, b)), torch.addmm(bias, a, b, beta=0.5, alpha=2)))
+    with native_only(), launched_kernels() as names:
+        got = fn(a.to(DEV), b.to(DEV), bias.to(DEV))
+        torch.opencl.synchronize()
+    want = (a @ b, torch.relu(torch.addmm(bias, a, b)), torch.addmm(bias, a, b, beta=0.5, alpha=2))
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g.cpu(), w, rtol=1e-4, atol=1e-4)
+    # Every layout goes through the template on CPU-class devices (B packed where eager would pack it); Inductor
+    # writes a product over k = 1 as pointwise code.
+    extern = [n for n in names if n in ("gemm_tile_wide", "gemm_tile_narrow")]  # the CPU class's extern GEMM
+    templates = 3 if kernel_class() == "cpu" and k > 1 else 0
+    assert len(_gemm_kernels(names)) == templates and not extern, names
+
+
+def test_epilogue_runs_in_the_product_kernel_forms():
+    """relu(x @ w.t() + b): one launch on CPU-class devices (the template with bias and ReLU fused); the extern
+    product on GPU-class ones. The same values either way."""
+    lin = nn.Linear(50, 45).to(DEV)
+    x = torch.randn(37, 50, device=DEV)
+    fn = torch.compile(lambda x: torch.relu(lin(x)))
+    fn(x)
+    with launched_kernels() as names:
+        got = fn(x)
+        torch.opencl.synchronize()
+    torch.testing.assert_close(got.cpu(), torch.relu(lin.cpu()(x.cpu())), rtol=1e-4, atol=1e-4)
+    if kernel_class() == "cpu":
+        assert names == ["opencl_gemm_0"], names
+    else:
+        assert not _gemm_kernels(names), names
+
+
+def test_product_kept_for_outside_readers_and_unfusable_epilogues():
+    """The product is stored when something outside its kernel reads it; an epilogue that reads it at another
+    index (its transpose) is not fused."""
+    a, b = torch.randn(33, 20), torch.randn(20, 33)
+    fn = torch.compile(lambda a, b: (lambda y: (y, torch.sigmoid(y), y.t() * y))(a @ b))
+    with native_only():
+        got = fn(a.to(DEV), b.to(DEV))
+    y = a @ b
+    for g, w in zip(got, (y, torch.sigmoid(y), y.t() * y)):
+        torch.testing.assert_close(g.cpu(), w, rtol=1e-4, atol=1e-4)
+
+
+def test_addmm_beta_zero_ignores_nan():
+    a, b = torch.randn(9, 12), torch.randn(12, 17)
+    bias = torch.full((9, 17), float("nan"))
+    got = torch.compile(lambda bias, a, b: torch.addmm(bias, a, b, beta=0))(bias.to(DEV), a.to(DEV), b.to(DEV))
+    torch.testing.assert_close(got.cpu(), a @ b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.3])
+def test_template_and_extern_products_agree_in_training(dropout, monkeypatch):
+    """A linear + ReLU + dropout MLP trained compiled: with the template (dropout and the gradients' masks in
+    the products' kernels) and with extern products, the same Inductor graph and random stream, so the same
+    losses and gradients; and without dropout, eager's too."""
+    from torch_opencl._inductor import gemm
+
+    def run(template):
+        monkeypatch.setattr(gemm, "enabled", template)
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(40, 64), nn.ReLU(), nn.Dropout(dropout), nn.Linear(64, 10)).to(DEV)
+        x, y = torch.randn(48, 40, device=DEV), torch.randint(0, 10, (48,), device=DEV)
+        step = torch.compile(lambda x, y: F.cross_entropy(model(x), y))
+        losses = []
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(3):
+            opt.zero_grad()
+            loss = step(x, y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses, [p.grad.cpu() for p in model.parameters()]
+
+    with torch._inductor.config.patch(force_disable_caches=True):
+        template, extern = run(True), run(False)
+    torch.testing.assert_close(template, extern, rtol=1e-4, atol=1e-5)
+    if dropout == 0.0:
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(40, 64), nn.ReLU(), nn.Dropout(dropout), nn.Linear(64, 10))
+        x, y = torch.randn(48, 40, device=DEV).cpu(), torch.randint(0, 10, (48,), device=DEV).cpu()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        losses = []
+        for _ in range(3):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        torch.testing.assert_close(template[0], losses, rtol=1e-4, atol=1e-5)
+
+
+def test_dynamic_sizes_keep_the_extern_product():
+    fn = torch.compile(lambda a, b: torch.relu(a @ b), dynamic=True)
+    for m in (6, 11):
+        a, b = torch.randn(m, 13), torch.randn(13, 21)
+        with launched_kernels() as names:
+            got = fn(a.to(DEV), b.to(DEV))
+            torch.opencl.synchronize()
+        torch.testing.assert_close(got.cpu(), torch.relu(a @ b), rtol=1e-4, atol=1e-4)
+        assert not _gemm_kernels(names), names
