@@ -10,7 +10,10 @@ its emulate_precision_casts (round where eager rounds) to compare with eager.
 
 Where the compiled result is not close to eager's, the same graph compiled for CPU (Inductor's C++ backend)
 is the second opinion: if opencl matches it, the difference is Inductor's own numerics (its decompositions,
-e.g. floor(inf / 2.5) is inf compiled and NaN in eager), counted as "inductor" rather than a failure.
+e.g. floor(inf / 2.5) is inf compiled and NaN in eager), counted as "inductor" rather than a failure. With
+`--products` (matrix products among the steps: the product template's epilogues, gemm.py), a float32 result
+no farther from the graph run in float64 than 4x eager's distance is "precision": the products sum in
+another order than CPU's, and steps such as frac or a sum over thousands of rows amplify that.
 
 It found, in its first 1000 cases: a compiled index_select backward in float64 that crashed ("atomic_add store
 of torch.float64"), and NaN constants through floor/exp/... that PoCL's compiler dropped the store of.
@@ -129,8 +132,12 @@ def _broadcasts(a, b) -> bool:
     return all(p == q or p == 1 or q == 1 for p, q in zip(reversed(a), reversed(b)))
 
 
-def make_case(seed: int, grad: bool = False):
-    """(graph function, CPU inputs, description) of case `seed`."""
+PRODUCTS = ("mm", "mm_t", "linear", "addmm", "t_mm")
+
+
+def make_case(seed: int, grad: bool = False, products: bool = False):
+    """(graph function, CPU inputs, description) of case `seed`; with `products`, one or two matrix products
+    inserted among its steps (drawn apart, so the case is otherwise the one without them)."""
     rng = random.Random(seed)
     dims = rng.randint(1, 4)
     shape = [rng.choice([1, 2, 3, 5, 7, 8, 16, 17, 31, 33, 64, 65, 100, 130]) for _ in range(dims)]
@@ -173,11 +180,32 @@ def make_case(seed: int, grad: bool = False):
             steps.append(("view", fn, None))
         names.append(name)
     every_step_out = rng.random() < 0.3
+    n_inputs = len(inputs)
+    if products and dtype in (torch.float32, torch.float64):
+        # The value's rows (all dims but the last, K) times a K x K weight, in one of the forms models write;
+        # the weights (scaled by 1/sqrt(K), and a bias) are inputs after the case's own.
+        prng, k = random.Random(seed + 1_000_003), shape[-1]
+        for _ in range(prng.randint(1, 2)):
+            form, at = prng.choice(PRODUCTS), prng.randint(0, len(steps))
+            w = len(inputs)
+            inputs.append(torch.randn(k, k, generator=g).to(dtype) / math.sqrt(k))
+            inputs.append(torch.randn(k, generator=g).to(dtype))
+            steps.insert(at, ("product", form, w))
+            names.insert(at, f"{form}(weight {w})")
 
     def graph(*xs):
         x, outs = xs[0], []
         for kind, fn, other in steps:
-            if kind == "binary":
+            if kind == "product":
+                if x.dim() == 0 or x.shape[-1] != shape[-1] or x.numel() == 0:
+                    continue
+                weight, bias, rows = xs[other], xs[other + 1], x.reshape(-1, shape[-1])
+                y = {"mm": lambda: rows @ weight, "mm_t": lambda: rows @ weight.t(),
+                     "linear": lambda: F.linear(rows, weight, bias),
+                     "addmm": lambda: torch.addmm(bias, rows, weight, beta=0.5),
+                     "t_mm": lambda: rows.t() @ torch.tanh(rows)}[fn]()  # a weight gradient's form, K x K
+                x = y.reshape(x.shape) if y.numel() == x.numel() else y
+            elif kind == "binary":
                 y = xs[other]
                 x = fn(x, y if _broadcasts(x.shape, y.shape) else y.sum())
             elif kind in ("reduction", "view") and (x.dim() != dims or x.numel() == 0):
@@ -189,6 +217,7 @@ def make_case(seed: int, grad: bool = False):
         return outs if every_step_out else [x]
 
     description = f"{dtype} {shape} inputs {layouts}: " + " -> ".join(names)
+    assert all(other is None or kind == "product" or other < n_inputs for kind, _, other in steps)
     return graph, inputs, description
 
 
@@ -205,9 +234,9 @@ def _close(got, want, tol) -> str:
         return str(e)[:500]
 
 
-def run_case(seed: int, grad: bool = False, dynamic: bool = False) -> Tuple[str, str, str]:
+def run_case(seed: int, grad: bool = False, dynamic: bool = False, products: bool = False) -> Tuple[str, str, str]:
     """("ok" | "skip" | "inductor" | "mismatch" | "error", description, message) of case `seed`."""
-    graph, inputs, description = make_case(seed, grad)
+    graph, inputs, description = make_case(seed, grad, products)
     torch._dynamo.reset()
     with inductor_config.patch(emulate_precision_casts=True):
         cpu_in = [t.detach().requires_grad_(grad) for t in inputs]
@@ -233,6 +262,8 @@ def run_case(seed: int, grad: bool = False, dynamic: bool = False) -> Tuple[str,
         if problem:
             if _matches_cpu_inductor(graph, inputs, dynamic, i, g.detach().cpu(), tol):
                 return "inductor", description, f"output {i}: " + problem
+            if products and _as_close_to_float64(graph, inputs, i, g.detach().cpu(), w.detach()):
+                return "precision", description, f"output {i}: " + problem
             return "mismatch", description, f"output {i}: " + problem
     for i, (g, w) in enumerate(zip(got_grads, want_grads)):
         tol = TOLERANCE[inputs[i].dtype]
@@ -261,6 +292,21 @@ def _input_grads(outs, weights, inputs):
     return [torch.zeros_like(x) if g is None else g for g, x in zip(grads, inputs)]
 
 
+def _as_close_to_float64(graph, inputs, index, got, want) -> bool:
+    """Whether a float32 result with products is within 4x eager's distance from the graph run in float64: a
+    product's sum in another order (our tiles' against CPU's blocked one), amplified by the steps after it
+    (frac, ceil, a sum of thousands of rows), differs from eager without being less accurate."""
+    if want.dtype != torch.float32:
+        return False
+    with torch.no_grad():
+        exact = graph(*[t.detach().double() for t in inputs])[index]
+
+    def distance(x):
+        return (x.double() - exact).abs().nan_to_num(0).max().item()
+
+    return distance(got) <= 4 * distance(want) + F32_TOL[1]
+
+
 def _matches_cpu_inductor(graph, inputs, dynamic, index, got, tol) -> bool:
     torch._dynamo.reset()
     try:
@@ -278,12 +324,13 @@ def main() -> None:
     parser.add_argument("--seeds", help="comma-separated seeds instead of start and count")
     parser.add_argument("--grad", action="store_true", help="compare the inputs' gradients too")
     parser.add_argument("--dynamic", action="store_true", help="torch.compile(dynamic=True)")
+    parser.add_argument("--products", action="store_true", help="insert matrix products among the steps")
     args = parser.parse_args()
     torch._dynamo.config.cache_size_limit = 1000
     seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else range(args.start, args.start + args.count)
     counts = {}
     for seed in seeds:
-        status, description, message = run_case(seed, args.grad, args.dynamic)
+        status, description, message = run_case(seed, args.grad, args.dynamic, args.products)
         counts[status] = counts.get(status, 0) + 1
         if status not in ("ok", "skip"):
             print(f"seed {seed}: {status}: {description}\n    {message}", flush=True)
