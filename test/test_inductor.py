@@ -414,13 +414,14 @@ def test_foreach_in_place_reading_its_own_outputs_forms():
 def test_combo_kernels_forms():
     """With Inductor's combo_kernels on, independent kernels (reductions of several kinds and widths,
     pointwise ones) share combined kernels and give what they give alone."""
-    def fn(a, b, c):
-        return a.sum(1), b.amax(0), torch.var_mean(c, dim=1), a.argmax(1), a * 2 + 1, (b - 1).relu(), c.exp()
+    def fn(a, b, c, d, e):
+        # (d and e apart from the reductions' inputs: a pointwise value of a reduced input fuses into its reduction.)
+        return a.sum(1), b.amax(0), torch.var_mean(c, dim=1), a.argmax(1), d * 2 + 1, (e - 1).relu(), e.exp()
 
-    a, b, c = torch.randn(6, 300), torch.randn(40, 9), torch.randn(5, 70)
+    a, b, c, d, e = torch.randn(6, 300), torch.randn(40, 9), torch.randn(5, 70), torch.randn(7, 11), torch.randn(13)
     b[3, 4] = float("nan")
-    want = fn(a, b, c)
-    args = (a.to(DEV), b.to(DEV), c.to(DEV))
+    want = fn(a, b, c, d, e)
+    args = (a.to(DEV), b.to(DEV), c.to(DEV), d.to(DEV), e.to(DEV))
     with native_only(), inductor_config.patch(combo_kernels=True, fx_graph_cache=False):
         got, names = _generated_kernels(torch.compile(fn), *args)
     assert_close(got, want, rtol=1e-4, atol=1e-4)

@@ -32,6 +32,19 @@ class OpenCLScheduling(SIMDScheduling):
             tiling["r0_"] = reduction_numel
         return tiling, None
 
+    def can_fuse(self, node1, node2):
+        # Inductor refuses a pointwise node before a reduction unless the pointwise node's own tiling is
+        # (numel, 1) or the reduction's: Triton's. Ours is one flat range, (numel,), for every pointwise node,
+        # which that check always refused, so a realized pointwise value (a forward's saved activation, a
+        # backward's masked gradient) was a kernel of its own before the reduction reading it.
+        from torch._inductor import config
+
+        with config.patch({"triton.tiling_prevents_reduction_fusion": False}):
+            return super().can_fuse(node1, node2)
+
+    can_fuse_vertical = can_fuse  # SIMDScheduling binds its own can_fuse to these names
+    can_fuse_horizontal = can_fuse
+
     def codegen_combo_kernel(self, combo_kernel_node):
         """A group of independent kernels (a foreach op, or what config.combo_kernels groups) becomes
         as few kernels as the device's form and parameter space allow (combo.py); a kernel that cannot
