@@ -42,21 +42,23 @@ inline float tocl_gemm_hsum8(float8 v) { return tocl_gemm_hsum4(v.lo + v.hi); }
 inline float tocl_gemm_hsum16(float16 v) { return tocl_gemm_hsum8(v.lo + v.hi); }
 
 // A row of B's tile from its first column: VW columns from `col` (clamped to the tile's last column of B,
-// cols - 1: those lanes are never stored).
-inline TOCL_GV tocl_gemm_b_row(__global const float* row, int col, int cols, long sbn) {
-  float v[TOCL_GEMM_VW];
-#pragma unroll
-  for (int j = 0; j < TOCL_GEMM_VW; ++j) v[j] = row[(long)min(col + j, cols - 1) * sbn];
-  return TOCL_GLOAD(0, v);
-}
+// cols - 1: those lanes are never stored); B in global or (staged) local memory.
+#define TOCL_GEMM_B_ROW(NAME, BSPACE)                                                                        \
+  inline TOCL_GV NAME(BSPACE const float* row, int col, int cols, long sbn) {                               \
+    float v[TOCL_GEMM_VW];                                                                                   \
+    _Pragma("unroll") for (int j = 0; j < TOCL_GEMM_VW; ++j) v[j] = row[(long)min(col + j, cols - 1) * sbn]; \
+    return TOCL_GLOAD(0, v);                                                                                 \
+  }
+TOCL_GEMM_B_ROW(tocl_gemm_b_row, __global)
+TOCL_GEMM_B_ROW(tocl_gemm_b_row_local, __local)
 
 // Bt: B's element (0, col0), or the tile's panel (gemm.cl's pack: sbk = NC, sbn = 1, zeros past N); cols: B's
 // columns from col0 on; vector_rows: the tile's rows of B are whole vectors (adjacent columns, and a full
 // tile or a panel). The accumulators stay in registers only while every index into them is a constant (the
 // loops below are unrolled); the tile is then written to `tile`, a private array the epilogue walks.
-#define TOCL_GEMM_NN_TILE(NAME, TNV)                                                                         \
+#define TOCL_GEMM_NN_TILE(NAME, TNV, BSPACE, B_ROW)                                                          \
   inline void NAME(float tile[TOCL_GEMM_TM][TNV * TOCL_GEMM_VW], __global const float* A,                    \
-                   __global const float* Bt, int row0, int M, int cols, int K, long sam, long sak, long sbk, \
+                   BSPACE const float* Bt, int row0, int M, int cols, int K, long sam, long sak, long sbk,   \
                    long sbn, int vector_rows) {                                                              \
     __global const float* arow[TOCL_GEMM_TM];                                                               \
     _Pragma("unroll") for (int r = 0; r < TOCL_GEMM_TM; ++r) arow[r] = A + (long)min(row0 + r, M - 1) * sam; \
@@ -65,7 +67,7 @@ inline TOCL_GV tocl_gemm_b_row(__global const float* row, int col, int cols, lon
       _Pragma("unroll") for (int v = 0; v < TNV; ++v) acc[r][v] = (TOCL_GV)(0.0f);                         \
     if (vector_rows) {                                                                                       \
       for (int k = 0; k < K; ++k) {                                                                          \
-        __global const float* bk = Bt + k * sbk;                                                             \
+        BSPACE const float* bk = Bt + k * sbk;                                                               \
         TOCL_GV bv[TNV];                                                                                     \
         _Pragma("unroll") for (int v = 0; v < TNV; ++v) bv[v] = TOCL_GLOAD(0, bk + v * TOCL_GEMM_VW);        \
         _Pragma("unroll") for (int r = 0; r < TOCL_GEMM_TM; ++r) {                                          \
@@ -75,9 +77,9 @@ inline TOCL_GV tocl_gemm_b_row(__global const float* row, int col, int cols, lon
       }                                                                                                      \
     } else {                                                                                                 \
       for (int k = 0; k < K; ++k) {                                                                          \
-        __global const float* bk = Bt + k * sbk;                                                             \
+        BSPACE const float* bk = Bt + k * sbk;                                                               \
         TOCL_GV bv[TNV];                                                                                     \
-        _Pragma("unroll") for (int v = 0; v < TNV; ++v) bv[v] = tocl_gemm_b_row(bk, v * TOCL_GEMM_VW, cols, sbn); \
+        _Pragma("unroll") for (int v = 0; v < TNV; ++v) bv[v] = B_ROW(bk, v * TOCL_GEMM_VW, cols, sbn);      \
         _Pragma("unroll") for (int r = 0; r < TOCL_GEMM_TM; ++r) {                                          \
           const TOCL_GV av = (TOCL_GV)(arow[r][k * sak]);                                                   \
           _Pragma("unroll") for (int v = 0; v < TNV; ++v) acc[r][v] = fma(av, bv[v], acc[r][v]);             \
@@ -88,9 +90,43 @@ inline TOCL_GV tocl_gemm_b_row(__global const float* row, int col, int cols, lon
       _Pragma("unroll") for (int v = 0; v < TNV; ++v) TOCL_GSTORE(acc[r][v], 0, &tile[r][v * TOCL_GEMM_VW]); \
   }
 
-// Two vectors of columns per tile (C wider than a vector), and one.
-TOCL_GEMM_NN_TILE(tocl_gemm_nn_wide, 2)
-TOCL_GEMM_NN_TILE(tocl_gemm_nn_narrow, 1)
+// Two vectors of columns per tile (C wider than a vector), and one; B in global memory, or the column tile's
+// panel staged in local memory (tocl_gemm_stage_b).
+TOCL_GEMM_NN_TILE(tocl_gemm_nn_wide, 2, __global, tocl_gemm_b_row)
+TOCL_GEMM_NN_TILE(tocl_gemm_nn_narrow, 1, __global, tocl_gemm_b_row)
+TOCL_GEMM_NN_TILE(tocl_gemm_nn_wide_staged, 2, __local, tocl_gemm_b_row_local)
+TOCL_GEMM_NN_TILE(tocl_gemm_nn_narrow_staged, 1, __local, tocl_gemm_b_row_local)
+
+// A work-group's column tile of B (K x NC from B's element (0, col0), cols of its columns left) copied into
+// `panel` in local memory as eager's pack lays it out (row k at k * NC, zeros past N), the group's items
+// sharing the copy; then a barrier. Where B's columns are adjacent, by rows of vectors; where its k are
+// adjacent (a transposed weight), by columns read as vectors along k; else element by element. This is the
+// pack of gemm.cl done by each work-group for itself: no launch, no panel in global memory.
+inline void tocl_gemm_stage_b(__local float* panel, __global const float* Bt, int cols, int K, long sbk, long sbn,
+                              int NC) {
+  const int item = get_local_id(0), items = get_local_size(0);
+  if (sbn == 1 && cols >= NC) {
+    for (int k = item; k < K; k += items)
+      for (int j = 0; j < NC; j += TOCL_GEMM_VW) TOCL_GSTORE(TOCL_GLOAD(0, Bt + k * sbk + j), 0, panel + k * NC + j);
+  } else if (sbk == 1) {
+    for (int j = item; j < NC; j += items) {
+      __global const float* column = Bt + (long)min(j, cols - 1) * sbn;
+      const float keep = j < cols ? 1.0f : 0.0f;
+      int k = 0;
+      for (; k + TOCL_GEMM_VW <= K; k += TOCL_GEMM_VW) {
+        float v[TOCL_GEMM_VW];
+        TOCL_GSTORE(TOCL_GLOAD(0, column + k) * keep, 0, v);
+#pragma unroll
+        for (int i = 0; i < TOCL_GEMM_VW; ++i) panel[(k + i) * NC + j] = v[i];
+      }
+      for (; k < K; ++k) panel[k * NC + j] = column[k] * keep;
+    }
+  } else {
+    for (int k = item; k < K; k += items)
+      for (int j = 0; j < NC; ++j) panel[k * NC + j] = j < cols ? Bt[k * sbk + (long)j * sbn] : 0.0f;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
 
 // tile[r][c] = row row0 + r of A . column col0 + c of B, A's rows and B's columns adjacent along k; rows and
 // columns past M and N repeat the last one (never stored).

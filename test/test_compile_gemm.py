@@ -35,8 +35,10 @@ def _operand(rows, cols, layout, gen):
 
 
 # (m, k, n): partial tiles, a single row or column, k of 1, the nt form's row limit and past it, panels
-# reused by many row tiles (m and k >= 256).
-SHAPES = [(37, 50, 45), (1, 20, 33), (19, 7, 1), (5, 1, 40), (128, 64, 40), (130, 64, 40), (260, 260, 40)]
+# reused by many row tiles (m and k >= 256), a panel too large to stage in local memory (k = 2100: eager's
+# pack, launched before).
+SHAPES = [(37, 50, 45), (1, 20, 33), (19, 7, 1), (5, 1, 40), (128, 64, 40), (130, 64, 40), (260, 260, 40),
+          (9, 2100, 40)]
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))

@@ -43,6 +43,8 @@ NT_ROWS = 4  # kernels_cl/inductor_gemm.cl's TOCL_GEMM_NT_ROWS; its columns depe
 # 175 vs 187; 1024 x 128 x 384 1026 vs 631, 1024 x 512 x 128 917 vs 759 (many row tiles: the register tile
 # over a packed panel reuses B's columns, the nt form rereads them for every row tile).
 NT_MAX_ROWS = 128
+STAGING_GROUP = 16  # work-items (row tiles of one column tile) per work-group where B's panel is staged
+STAGING_MAX_BYTES = 256 << 10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +66,11 @@ class GemmPlan:
     rows: int  # rows of C per tile
     cols: int  # columns of C per tile
     pack: bool = False  # the nn form reads B through panels eager's pack makes (gemm.cl), launched before
+    staged: bool = False  # ... or through its column tile's panel, staged in local memory by each work-group
+
+    @property
+    def groups_per_column(self) -> int:
+        return -(-self.tiles_m // STAGING_GROUP)
 
     @property
     def tiles_m(self) -> int:
@@ -134,7 +141,11 @@ def _plan(mat1, mat2) -> tuple[GemmPlan, Any, Any] | None:
     # Packed where eager packs (gemm_small.cpp): B's columns not adjacent, its last tile partial, or large
     # panels that many row tiles reuse.
     pack = bool(_C._gemm_packs_b(m, n, k, sbn, cols))
-    plan = GemmPlan(m, n, k, offsets[0], sam, sak, offsets[1], sbk, sbn, "nn", vector, rows, cols, pack)
+    # Where eager packs, each work-group stages its column tile's panel in local memory instead (no launch, no
+    # panel in global memory), when the panel fits; else eager's pack, launched before the product.
+    staged = pack and k * cols * 4 <= min(STAGING_MAX_BYTES, int(props.local_memory) // 2)
+    plan = GemmPlan(m, n, k, offsets[0], sam, sak, offsets[1], sbk, sbn, "nn", vector, rows, cols,
+                    pack and not staged, staged)
     return plan, a, b
 
 
@@ -206,38 +217,49 @@ class OpenCLGemmKernel(OpenCLKernel):
         with V.set_kernel_handler(self):
             return self.codegen_kernel()
 
+    def _codegen_tile(self, code: IndentedBuffer) -> None:
+        """The lines that find this work-item's tile (row0, col0) and compute it into `tile`."""
+        p, (a, b) = self.plan, self._inputs
+        a_ptr, b_ptr = f"{a} + {p.a_off}", f"{b} + {p.b_off}"
+        nn = f"tocl_gemm_nn_{'wide' if p.cols > p.vector else 'narrow'}"
+        if p.staged:
+            # A work-group per STAGING_GROUP row tiles of one column tile; every item helps stage the panel.
+            code.writeline(f"__local float panel[{p.k * p.cols}];")
+            code.writeline(f"const int tn = (int)(get_group_id(0) / {p.groups_per_column}u);")
+            code.writeline(f"const int tm = (int)(get_group_id(0) % {p.groups_per_column}u) * {STAGING_GROUP} + (int)get_local_id(0);")
+            code.writeline(f"const int row0 = tm * {p.rows}, col0 = tn * {p.cols};")
+            code.writeline(f"tocl_gemm_stage_b(panel, {b_ptr} + (long)col0 * {p.sbn}, {p.n} - col0, {p.k}, {p.sbk}L, "
+                           f"{p.sbn}L, {p.cols});")
+            code.writeline(f"if (tm >= {p.tiles_m}) return;")
+            code.writeline(f"float tile[TOCL_GEMM_TM][{p.cols}];")
+            code.writeline(f"{nn}_staged(tile, {a_ptr}, panel, row0, {p.m}, {p.n} - col0, {p.k}, {p.sam}L, {p.sak}L, "
+                           f"{p.cols}L, 1L, 1);")
+            return
+        code.writeline("const uint gid = get_global_id(0);")
+        code.writeline(f"if (gid >= {p.tiles}u) return;")
+        code.writeline(f"const int row0 = (int)(gid % {p.tiles_m}u) * {p.rows};")
+        code.writeline(f"const int col0 = (int)(gid / {p.tiles_m}u) * {p.cols};")
+        if p.form == "nt":
+            code.writeline("float tile[TOCL_GEMM_NT_ROWS][TOCL_GEMM_NT_COLS];")
+            code.writeline(f"tocl_gemm_nt(tile, {a_ptr}, {b_ptr}, row0, col0, {p.m}, {p.n}, {p.k}, {p.sam}L, {p.sbn}L);")
+            return
+        code.writeline(f"float tile[TOCL_GEMM_TM][{p.cols}];")
+        if p.pack:
+            code.writeline(f"{nn}(tile, {a_ptr}, {PANEL} + (long)(gid / {p.tiles_m}u) * {p.k * p.cols}, row0, {p.m}, "
+                           f"{p.n} - col0, {p.k}, {p.sam}L, {p.sak}L, {p.cols}L, 1L, 1);")
+        else:
+            vector_rows = f"col0 + {p.cols} <= {p.n}" if p.sbn == 1 else "0"
+            code.writeline(f"{nn}(tile, {a_ptr}, {b_ptr} + (long)col0 * {p.sbn}, row0, {p.m}, {p.n} - col0, {p.k}, "
+                           f"{p.sam}L, {p.sak}L, {p.sbk}L, {p.sbn}L, {vector_rows});")
+
     def codegen_kernel(self, name: str | None = None) -> str:
         self.codegen_body()
         p, idx = self.plan, self.index_dtype
-        a, b = self._inputs
         code = IndentedBuffer()
         code.writeline(f"__kernel void {name or KERNEL_NAME_PLACEHOLDER}({', '.join(declare(self.kernel_params()))}) {{")
         with code.indent():
             code.splice(self.kernel_scope)
-            code.writeline("const uint gid = get_global_id(0);")
-            code.writeline(f"if (gid >= {p.tiles}u) return;")
-            code.writeline(f"const int row0 = (int)(gid % {p.tiles_m}u) * {p.rows};")
-            code.writeline(f"const int col0 = (int)(gid / {p.tiles_m}u) * {p.cols};")
-            a_ptr = f"{a} + {p.a_off}"
-            if p.form == "nn":
-                fn = f"tocl_gemm_nn_{'wide' if p.cols > p.vector else 'narrow'}"
-                code.writeline(f"float tile[TOCL_GEMM_TM][{p.cols}];")
-                if p.pack:
-                    code.writeline(
-                        f"{fn}(tile, {a_ptr}, {PANEL} + (long)(gid / {p.tiles_m}u) * {p.k * p.cols}, row0, {p.m}, "
-                        f"{p.n} - col0, {p.k}, {p.sam}L, {p.sak}L, {p.cols}L, 1L, 1);"
-                    )
-                else:
-                    vector_rows = f"col0 + {p.cols} <= {p.n}" if p.sbn == 1 else "0"
-                    code.writeline(
-                        f"{fn}(tile, {a_ptr}, {b} + {p.b_off} + (long)col0 * {p.sbn}, row0, {p.m}, {p.n} - col0, "
-                        f"{p.k}, {p.sam}L, {p.sak}L, {p.sbk}L, {p.sbn}L, {vector_rows});"
-                    )
-            else:
-                code.writeline("float tile[TOCL_GEMM_NT_ROWS][TOCL_GEMM_NT_COLS];")
-                code.writeline(
-                    f"tocl_gemm_nt(tile, {a_ptr}, {b} + {p.b_off}, row0, col0, {p.m}, {p.n}, {p.k}, {p.sam}L, {p.sbn}L);"
-                )
+            self._codegen_tile(code)
             code.splice(self.hoisted)
             code.writeline(f"for (int r = 0; r < {p.rows}; ++r) {{")
             with code.indent():
@@ -265,9 +287,13 @@ class OpenCLGemmKernel(OpenCLKernel):
             b = wrapper.val_to_arg_str(self.template_inputs[1])
             wrapper.writeline(f"{panel} = opencl_gemm_pack_b({b}, {p.cols})")
             args.append(panel)
-        # Work-groups of 4 tiles, single tiles when there are few to spread over the cores (gemm_small.cpp).
-        group = 4 if p.tiles >= 64 else 1
-        args += [f"threads={-(-p.tiles // group) * group}", f"group_size={group}"]
+        if p.staged:
+            threads, group = p.tiles_n * p.groups_per_column * STAGING_GROUP, STAGING_GROUP
+        else:
+            # Work-groups of 4 tiles, single tiles when there are few to spread over the cores (gemm_small.cpp).
+            group = 4 if p.tiles >= 64 else 1
+            threads = -(-p.tiles // group) * group
+        args += [f"threads={threads}", f"group_size={group}"]
         wrapper.generate_kernel_call(name, args, device=device, triton=False)
         if panel:
             wrapper.writeline(f"del {panel}")
