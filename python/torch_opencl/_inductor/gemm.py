@@ -7,11 +7,19 @@ Inductor's Triton mm templates) whose kernel computes a tile of the product in r
 (kernels_cl/inductor_gemm.cl) and then runs the pointwise nodes Inductor fuses after it on each element of
 the tile, storing only what the graph needs. addmm becomes that product plus a pointwise add, which Inductor
 then fuses into it. One launch where the extern path took a B-pack, the product and the epilogue's kernel.
+(A reduction after the product, as a bias gradient's column sum, stays a kernel of its own: Inductor fuses
+only pointwise epilogues into templates.)
 
-The tile's form follows B's layout: B's columns adjacent (x @ w, a gradient's products) take the register
-tile of kernels_cl/gemm.cl; A and B both adjacent along k (x @ w.t(), a linear layer's forward) take dot
-products along k, with no pack of the transposed weight. Other layouts, other dtypes, dynamic sizes and
-GPU-class devices keep the extern kernels (whose GPU forms have their own tiles and tensor cores).
+The tile's form follows the operands' layouts:
+* A and B both adjacent along k (x @ w.t(), a linear layer's forward) and at most NT_MAX_ROWS rows: dot
+  products along k, with no pack of the transposed weight;
+* else the register tile of kernels_cl/gemm.cl, reading B's rows as vectors. Where eager would pack B first
+  (its columns not adjacent, its last tile partial, or large panels many row tiles reuse:
+  small_gemm_packs_b in gemm_small.cpp, asked through _C), each work-group of STAGING_GROUP row tiles stages
+  its column tile's panel in local memory; a panel too large for that goes through eager's pack (a launch
+  before the product's).
+Other dtypes, dynamic sizes and GPU-class devices keep the extern kernels (whose GPU forms have their own
+tiles and tensor cores). A product over k = 1 Inductor writes as pointwise code itself.
 
 `enabled` switches the template off (extern products everywhere), for measurements; it is part of the code
 generator's cache key (__init__._codegen_version).
