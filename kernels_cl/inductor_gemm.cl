@@ -10,8 +10,8 @@
 // * NT tile (A and B both adjacent along k: x @ w.t(), where eager's product packs the transposed weight
 //   first): TOCL_GEMM_NT_ROWS x TOCL_GEMM_NT_COLS dot products, a vector of k at a time from each row of A
 //   and column of B, summed across the vector's lanes at the end.
-// TOCL_GEMM_VW (floats per native vector) and TOCL_GEMM_TM come from the device's kernel forms
-// (runtime/kernel_forms.h); the program's prelude defines them on CPU-class devices only.
+// TOCL_GEMM_VW (floats per native vector), TOCL_GEMM_TM and TOCL_GEMM_NT_ROWS/COLS come from the device's
+// kernel forms (runtime/kernel_forms.h); the program's prelude defines them on CPU-class devices only.
 #ifdef TOCL_GEMM_VW
 
 #define TOCL_GV_(w) float##w
@@ -26,13 +26,6 @@
 #define TOCL_GHSUM_(w) tocl_gemm_hsum##w
 #define TOCL_GHSUM_W(w) TOCL_GHSUM_(w)
 #define TOCL_GHSUM TOCL_GHSUM_W(TOCL_GEMM_VW)
-
-#define TOCL_GEMM_NT_ROWS 4
-#if TOCL_GEMM_VW >= 16
-#define TOCL_GEMM_NT_COLS 4
-#else
-#define TOCL_GEMM_NT_COLS 2  // AVX2's 16 registers: 8 accumulators
-#endif
 
 inline float tocl_gemm_hsum4(float4 v) {
   const float2 s = v.lo + v.hi;

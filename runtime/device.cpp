@@ -84,6 +84,7 @@ DeviceInfo query_device(const PlatformInfo& p, cl_device_id id, int index) {
   d.max_parameter_size = device_value<size_t>(id, CL_DEVICE_MAX_PARAMETER_SIZE);
   d.mem_base_addr_align_bytes = device_value<cl_uint>(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8;
   d.local_mem_dedicated = device_value<cl_device_local_mem_type>(id, CL_DEVICE_LOCAL_MEM_TYPE) == CL_LOCAL;
+  d.native_float_width = device_value<cl_uint>(id, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT);
   // Both queries are vendor extensions; other drivers leave the width unknown (0).
   constexpr cl_device_info kWarpSizeNV = 0x4003, kWavefrontWidthAMD = 0x4043;
   constexpr cl_device_info kComputeCapabilityMajorNV = 0x4000, kComputeCapabilityMinorNV = 0x4001;

@@ -35,6 +35,8 @@ struct DeviceInfo {
   // The width the hardware runs work-items in lockstep (NVIDIA's warp, AMD's wavefront), where the
   // driver tells it (cl_nv_device_attribute_query, cl_amd_device_attribute_query); 0 when unknown.
   uint32_t simd_width = 0;
+  // CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT: 16 for PoCL on AVX-512 CPUs, 8 on AVX2 ones; 0 when not told.
+  uint32_t native_float_width = 0;
   // NVIDIA's compute capability as major * 10 + minor (cl_nv_device_attribute_query; 90 on an H100), 0
   // elsewhere: which tensor-core instructions inline PTX may use (kernels_cl/gemm_mma.cl needs 80).
   uint32_t nv_compute_capability = 0;

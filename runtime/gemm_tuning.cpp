@@ -34,14 +34,6 @@ clblast::Precision precision_of(int bits) {
 
 bool is_pocl_cpu(const DeviceInfo& d) { return (d.type & CL_DEVICE_TYPE_CPU) && d.is_pocl(); }
 
-// The device's native float vector width: 16 for PoCL on AVX-512 CPUs, 8 on AVX2 ones.
-cl_uint native_float_width(const DeviceInfo& d) {
-  cl_uint width = 0;
-  if (clGetDeviceInfo(d.id, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof(width), &width, nullptr) != CL_SUCCESS)
-    return 0;
-  return width;
-}
-
 // --- A minimal JSON reader: objects, strings, numbers; arrays, true/false/null are skipped.
 struct Reader {
   const std::string& s;
@@ -134,7 +126,7 @@ KernelParameters builtin_gemm_parameters(int device, int precision_bits) {
   if (!is_pocl_cpu(d)) return {};
   // Shipped for single precision only.
   if (precision_bits != 32) return {};
-  if (native_float_width(d) >= 16) {
+  if (d.native_float_width >= 16) {
     // PoCL 3.1 on an AVX-512 CPU (measured on a 2-core Skylake-AVX512 Xeon, see bench/bench_gemm.py):
     // 16-wide vectors and 32x8 outputs per work-item. Not for AVX2 CPUs, whose 16 vector registers
     // this tile would spill.

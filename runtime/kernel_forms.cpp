@@ -44,11 +44,10 @@ KernelForms choose(const DeviceInfo& d) {
   } else {
     f.row_group = std::min<size_t>(64, max_group);
     f.cpu_register_gemm = true;
-    cl_uint width = 0;
-    if (clGetDeviceInfo(d.id, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof(width), &width, nullptr) != CL_SUCCESS)
-      width = 8;
-    f.cpu_gemm_vector_width = width >= 16 ? 16 : 8;
+    f.cpu_gemm_vector_width = d.native_float_width >= 16 ? 16 : 8;
     f.cpu_gemm_rows = f.cpu_gemm_vector_width == 16 ? 8 : 6;
+    f.cpu_gemm_nt_rows = 4;
+    f.cpu_gemm_nt_cols = f.cpu_gemm_vector_width == 16 ? 4 : 2;
   }
   // Both classes. PoCL (CPU class, 2-core EPYC, medians of 9, ms; im2col + GEMM -> Winograd): forward /
   // input gradient, batch 16 of 64 channels at 32x32 18.4 -> 12.9 / 27.5 -> 11.8, of 128 at 16x16 9.2 -> 6.6 /

@@ -40,6 +40,10 @@ struct KernelForms {
   // the class has no register GEMM.
   int cpu_gemm_vector_width = 0;
   int cpu_gemm_rows = 0;
+  // The compiled products' dot-product tile (x @ w.t(), inductor_gemm.cl's tocl_gemm_nt): 4 rows x 4 columns
+  // of vector accumulators on AVX-512, 4 x 2 in AVX2's 16 registers.
+  int cpu_gemm_nt_rows = 0;
+  int cpu_gemm_nt_cols = 0;
 
   // GEMM shaped for GPUs (kernels_cl/gemm_tiled.cl) for mm/addmm/bmm/baddbmm, one launch per batch:
   // tiles of 64 rm x 64 rn with K stages of bk. The plan (aten/native/gemm_tiled.cpp) takes the large

@@ -42,9 +42,9 @@ struct Config {
 
 // Vectors as wide as the device's native float vectors (kernel_forms), half as many doubles.
 Config config_of(int device, c10::ScalarType type) {
-  const auto& forms = tocl::kernel_forms(device);
-  const int floats = forms.cpu_gemm_vector_width ? forms.cpu_gemm_vector_width : 8;
-  return {type == at::kDouble ? floats / 2 : floats, forms.cpu_gemm_rows ? forms.cpu_gemm_rows : 6};
+  const auto& forms = tocl::kernel_forms(device);  // set wherever serves(device)
+  const int floats = forms.cpu_gemm_vector_width;
+  return {type == at::kDouble ? floats / 2 : floats, forms.cpu_gemm_rows};
 }
 
 cl_program program_for(int device, c10::ScalarType type, const Config& cfg) {

@@ -48,7 +48,7 @@ def _codegen_version():
     for index in range(_C._device_count()):
         p = _C._device_properties(index)
         digest.update(repr([p[k] for k in ("name", "kernel_class", "row_group", "compute_units", "fp64", "pointwise_vectors",
-                                           "cpu_gemm_vector_width", "cpu_gemm_rows")]
+                                           "cpu_gemm_vector_width", "cpu_gemm_rows", "cpu_gemm_nt_rows", "cpu_gemm_nt_cols")]
                            + ["cl_khr_int64_base_atomics" in p["extensions"].split()]).encode())
 
     class CodegenVersion(CustomGraphModulePass):

@@ -45,7 +45,6 @@ enabled = True
 
 PANEL = "gemm_panel"  # the kernel parameter of B's packed panel
 
-NT_ROWS = 4  # kernels_cl/inductor_gemm.cl's TOCL_GEMM_NT_ROWS; its columns depend on the vector width
 # The nt form for products of at most this many rows. PoCL, 2-core AVX-512, device time of a compiled product
 # against eager's pack and product: 128 x 784 x 256 (the MLP's first layer) 497 vs 750 us, 128 x 256 x 256
 # 175 vs 187; 1024 x 128 x 384 1026 vs 631, 1024 x 512 x 128 917 vs 759 (many row tiles: the register tile
@@ -143,8 +142,8 @@ def _plan(mat1, mat2) -> tuple[GemmPlan, Any, Any] | None:
     sam, sbn = (0 if m == 1 else sam), (1 if n == 1 else sbn)
     sak, sbk = (1 if k == 1 else sak), (1 if k == 1 else sbk)
     if sak == 1 and sbk == 1 and m <= NT_MAX_ROWS:
-        cols = 4 if vector >= 16 else 2  # TOCL_GEMM_NT_COLS
-        return GemmPlan(m, n, k, offsets[0], sam, sak, offsets[1], sbk, sbn, "nt", vector, NT_ROWS, cols), a, b
+        nt_rows, nt_cols = int(props.cpu_gemm_nt_rows), int(props.cpu_gemm_nt_cols)
+        return GemmPlan(m, n, k, offsets[0], sam, sak, offsets[1], sbk, sbn, "nt", vector, nt_rows, nt_cols), a, b
     cols = 2 * vector if n > vector else vector
     # Packed where eager packs (gemm_small.cpp): B's columns not adjacent, its last tile partial, or large
     # panels that many row tiles reuse.

@@ -12,6 +12,9 @@ from .. import _C
 from ..shader import ShaderLibrary
 
 _PRELUDE: Dict[int, str] = {}
+# The product template's tile sizes (kernel_forms), as kernels_cl/inductor_gemm.cl names them.
+_GEMM_DEFINES = (("TOCL_GEMM_VW", "cpu_gemm_vector_width"), ("TOCL_GEMM_TM", "cpu_gemm_rows"),
+                 ("TOCL_GEMM_NT_ROWS", "cpu_gemm_nt_rows"), ("TOCL_GEMM_NT_COLS", "cpu_gemm_nt_cols"))
 
 
 def has_int64_atomics(device: int) -> bool:
@@ -30,8 +33,8 @@ def program_prelude(device: int) -> str:
                             + ("#define VEC16 1\n" if props["pointwise_vectors"] else "")
                             + ("#define TOCL_INT64_ATOMICS 1\n" if has_int64_atomics(device) else "")
                             # The product template's tile (gemm.py, kernels_cl/inductor_gemm.cl).
-                            + (f"#define TOCL_GEMM_VW {props['cpu_gemm_vector_width']}\n"
-                               f"#define TOCL_GEMM_TM {props['cpu_gemm_rows']}\n" if props["cpu_gemm_vector_width"] else "")
+                            + ("".join(f"#define {name} {props[key]}\n" for name, key in _GEMM_DEFINES)
+                               if props["cpu_gemm_vector_width"] else "")
                             + _C._embedded_source("inductor.cl"))
     return _PRELUDE[device]
 

@@ -70,6 +70,8 @@ py::dict device_properties(int index) {
   p["pointwise_vectors"] = forms.pointwise_vectors;
   p["cpu_gemm_vector_width"] = forms.cpu_gemm_vector_width;
   p["cpu_gemm_rows"] = forms.cpu_gemm_rows;
+  p["cpu_gemm_nt_rows"] = forms.cpu_gemm_nt_rows;
+  p["cpu_gemm_nt_cols"] = forms.cpu_gemm_nt_cols;
   p["extensions"] = d.extensions;
   p["platform_index"] = d.platform_index;
   p["index_in_platform"] = d.index_in_platform;
