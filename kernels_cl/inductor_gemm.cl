@@ -158,4 +158,33 @@ inline void tocl_gemm_nt(float tile[TOCL_GEMM_NT_ROWS][TOCL_GEMM_NT_COLS], __glo
     }
 }
 
+// out[row0 + r] = the sum of row row0 + r of A over k, for the tile's rows below M: a linear layer's bias
+// gradient (the column sums of its output's gradient, whose transpose is A of the weight gradient's
+// product), computed by the first column tile's items after their product, where it was a reduction kernel
+// of its own over the same gradient.
+inline void tocl_gemm_row_sums(__global float* out, __global const float* A, int row0, int M, int K, long sam,
+                               long sak) {
+  __global const float* arow[TOCL_GEMM_TM];
+  float sum[TOCL_GEMM_TM];
+#pragma unroll
+  for (int r = 0; r < TOCL_GEMM_TM; ++r) {
+    arow[r] = A + (long)min(row0 + r, M - 1) * sam;
+    sum[r] = 0.0f;
+  }
+  // Blocks of 64 k summed apart, then added up: an error that grows with 64 + K / 64 terms, not K.
+  for (int k0 = 0; k0 < K; k0 += 64) {
+    float block[TOCL_GEMM_TM];
+#pragma unroll
+    for (int r = 0; r < TOCL_GEMM_TM; ++r) block[r] = 0.0f;
+    for (int k = k0; k < min(k0 + 64, K); ++k)
+#pragma unroll
+      for (int r = 0; r < TOCL_GEMM_TM; ++r) block[r] += arow[r][k * sak];
+#pragma unroll
+    for (int r = 0; r < TOCL_GEMM_TM; ++r) sum[r] += block[r];
+  }
+#pragma unroll
+  for (int r = 0; r < TOCL_GEMM_TM; ++r)
+    if (row0 + r < M) out[row0 + r] = sum[r];
+}
+
 #endif  // TOCL_GEMM_VW

@@ -80,6 +80,63 @@ def test_epilogue_runs_in_the_product_kernel_forms():
         assert not _gemm_kernels(names), names
 
 
+@pytest.mark.parametrize("n", [48, 64, 40])
+def test_vector_epilogue_matches_cpu_forms(n):
+    """The epilogue over 16 columns a step as float vectors (gemm.py's _vector_epilogue, where n is a multiple
+    of 16): GELU after a biased product, GELU's gradient from a saved input, a per-row scale (one element for
+    the whole step) after exp. n = 48 ends in half a column tile; n = 40 keeps one element a step."""
+    from torch._inductor.utils import run_and_get_code
+
+    gen = torch.Generator().manual_seed(n)
+    a, b, bias = torch.randn(70, 24, generator=gen), torch.randn(24, n, generator=gen), torch.randn(n, generator=gen)
+    h, scale = torch.randn(70, n, generator=gen), torch.randn(70, 1, generator=gen)
+
+    def fn(a, b, bias, h, scale):
+        return (F.gelu(torch.addmm(bias, a, b)), torch.ops.aten.gelu_backward(a @ b, h), torch.exp(a @ b) * scale)
+
+    with native_only():
+        got, code = run_and_get_code(torch.compile(fn), *(t.to(DEV) for t in (a, b, bias, h, scale)))
+    for g, w in zip(got, fn(a, b, bias, h, scale)):
+        torch.testing.assert_close(g.cpu(), w, rtol=1e-4, atol=1e-4)
+    if kernel_class() == "cpu":
+        assert ("vload16(0, &tile[r][j])" in "".join(code)) == (n % 16 == 0)
+
+
+# (batch, in, out): partial row and column tiles, more than one block of 64 summed apart (batch 200), one
+# output (m = 1), a batch of one.
+@pytest.mark.parametrize("shape", [(37, 50, 45), (200, 20, 16), (30, 12, 1), (1, 9, 24)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("batch_dims", [1, 2])
+def test_bias_gradient_in_weight_gradient_kernel_forms(shape, batch_dims):
+    """A linear layer's bias gradient (the column sums of its output's gradient) comes from the kernel of its
+    weight gradient's product on CPU-class devices (gemm.mark_row_sums): no reduction kernel of its own in the
+    backward. Inputs of two and three dims (the product then reads the gradient through a view)."""
+    batch, inp, out = shape
+    gen = torch.Generator().manual_seed(batch + inp + out)
+    lin = nn.Linear(inp, out)
+    x = torch.randn(*((2, batch) if batch_dims == 2 else (batch,)), inp, generator=gen)
+    target = torch.randn(*x.shape[:-1], out, generator=gen)
+
+    def loss(lin, x):
+        return (torch.tanh(lin(x)) - target.to(x.device)).square().sum()
+
+    grads = []
+    for dev in ("cpu", DEV):
+        layer = nn.Linear(inp, out).to(dev)
+        layer.load_state_dict(lin.state_dict())
+        xd = x.to(dev).detach().requires_grad_()
+        fn = torch.compile(loss) if dev == DEV else loss
+        with native_only():
+            value = fn(layer, xd)
+            with launched_kernels() as backward:
+                value.backward()
+                torch.opencl.synchronize()
+        grads.append((xd.grad, layer.weight.grad, layer.bias.grad))
+    for got, want in zip(grads[1], grads[0]):
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)
+    if kernel_class() == "cpu" and batch * (2 if batch_dims == 2 else 1) > 1:
+        assert not [n for n in backward if n.startswith("opencl_red")], backward
+
+
 def test_product_kept_for_outside_readers_and_unfusable_epilogues():
     """The product is stored when something outside its kernel reads it; an epilogue that reads it at another
     index (its transpose) is not fused."""

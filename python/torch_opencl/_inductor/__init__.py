@@ -31,9 +31,10 @@ def register() -> None:
 
 
 def _codegen_version():
-    """A no-op pass whose uuid is a hash of this code generator and of the devices' kernel forms:
-    Inductor puts it into its FX graph cache key, so neither a changed torch_opencl nor another kernel
-    class reuses code generated for the other."""
+    """The device's post-grad pass (it pairs bias gradients with their products: gemm.mark_row_sums), whose
+    uuid is a hash of this code generator and of the devices' kernel forms: Inductor puts it into its FX
+    graph cache key, so neither a changed torch_opencl nor another kernel class reuses code generated for
+    the other."""
     import hashlib
     import pathlib
 
@@ -53,7 +54,9 @@ def _codegen_version():
 
     class CodegenVersion(CustomGraphModulePass):
         def __call__(self, gm) -> None:
-            pass
+            from . import gemm
+
+            gemm.mark_row_sums(gm.graph)
 
         def uuid(self):
             from . import gemm

@@ -7,8 +7,11 @@ Inductor's Triton mm templates) whose kernel computes a tile of the product in r
 (kernels_cl/inductor_gemm.cl) and then runs the pointwise nodes Inductor fuses after it on each element of
 the tile, storing only what the graph needs. addmm becomes that product plus a pointwise add, which Inductor
 then fuses into it. One launch where the extern path took a B-pack, the product and the epilogue's kernel.
-(A reduction after the product, as a bias gradient's column sum, stays a kernel of its own: Inductor fuses
-only pointwise epilogues into templates.)
+Inductor fuses only pointwise epilogues into templates; a linear layer's bias gradient (the column sums of
+the output's gradient T, a reduction) is paired with its weight gradient mm(T.t(), X) by the device's
+post-grad pass (mark_row_sums) and computed in that product's kernel as the row sums of its A, a second
+output the kernel writes. Where the tile's rows are whole vectors of the row, the epilogue runs on 16 of
+them at a time (_vector_epilogue).
 
 The tile's form follows the operands' layouts:
 * A and B both adjacent along k (x @ w.t(), a linear layer's forward) and at most NT_MAX_ROWS rows: dot
@@ -40,6 +43,7 @@ from torch.utils._ordered_set import OrderedSet
 from .. import _C
 
 from .kernel import KERNEL_NAME_PLACEHOLDER, OpenCLKernel, Param, declare
+from .vectors import WIDTH, vector_body
 
 enabled = True
 
@@ -74,6 +78,7 @@ class GemmPlan:
     cols: int  # columns of C per tile
     pack: bool = False  # the nn form reads B through panels eager's pack makes (gemm.cl), launched before
     staged: bool = False  # ... or through its column tile's panel, staged in local memory by each work-group
+    row_sums: bool = False  # also A's row sums (a bias gradient: see mark_row_sums), by the first column tile
 
     @property
     def groups_per_column(self) -> int:
@@ -156,21 +161,72 @@ def _plan(mat1, mat2) -> tuple[GemmPlan, Any, Any] | None:
     return plan, a, b
 
 
-def tuned_mm(mat1, mat2):
-    """mat1 @ mat2 as the template, or None."""
+def tuned_mm(mat1, mat2, row_sums: bool = False):
+    """mat1 @ mat2 as the template, or None. With `row_sums`, (the product, mat1's row sums) from the one
+    kernel, or None where the template does not take them (the dot-product form)."""
     planned = _plan(mat1, mat2)
     if planned is None:
         return None
     plan, a, b = planned
+    if row_sums and plan.form != "nn":
+        return None
     device = a.get_device()
     layout = ir.FixedLayout(device, torch.float32, [plan.m, plan.n])
+    inputs, sums = [a, b], None
+    if row_sums:
+        plan = dataclasses.replace(plan, row_sums=True)
+        # The sums' buffer, allocated empty and written by the product's kernel (an input it mutates: how
+        # Inductor's templates give a second output, as flex attention's logsumexp).
+        from torch._inductor.lowering import empty_strided
+
+        sums = empty_strided([plan.m], [1], dtype=torch.float32, device=device)
+        inputs.append(sums.data.data)
 
     def make_kernel_render(template_node, hint_override=None):
         return OpenCLGemmKernel(plan), lambda: None
 
-    buf = ir.TemplateBuffer(layout=layout, inputs=[a, b], make_kernel_render=make_kernel_render)
+    buf = OpenCLTemplateBuffer(layout=layout, inputs=inputs, make_kernel_render=make_kernel_render,
+                               mutated_inputs=inputs[2:] or None)
     buf.allow_prologue_fusion = False
-    return ir.TensorBox.create(buf)
+    product = ir.TensorBox.create(buf)
+    return (product, sums) if row_sums else product
+
+
+class OpenCLTemplateBuffer(ir.TemplateBuffer):
+    """The product's IR node; its outputs include the buffers its kernel writes besides the product (the
+    row sums), as Inductor's Triton templates list theirs."""
+
+    def get_outputs(self) -> list:
+        return [self, *self.mutation_outputs]
+
+
+ROW_SUMS_OF = "opencl_row_sums_of"  # FX meta of a bias gradient's sum: the weight gradient's mm that computes it
+ROW_SUMS = "opencl_row_sums"  # FX meta of that mm: the sum node
+
+
+def mark_row_sums(graph) -> None:
+    """Pairs each product mm(T.t(), X) with a sum(T, [0]) after it: a linear layer's weight gradient and its
+    bias gradient, both reading the output gradient T. The lowering of the pair computes the sum in the
+    product's kernel (T's columns are A's rows), where it was a reduction kernel of its own over T. Runs as
+    the device's post-grad pass (__init__.py), on graphs with opencl tensors."""
+    if not enabled:
+        return
+    aten = torch.ops.aten
+    order = {node: i for i, node in enumerate(graph.nodes)}
+    for node in graph.nodes:
+        if node.target is not aten.mm.default or not isinstance(node.args[0], torch.fx.Node):
+            continue
+        a = node.args[0]
+        transposed = (a.target is aten.permute.default and list(a.args[1]) == [1, 0]) or a.target is aten.t.default
+        t = a.args[0] if transposed else None
+        value = t.meta.get("val") if isinstance(t, torch.fx.Node) else None
+        if (value is None or value.dim() != 2 or value.dtype != torch.float32 or value.device.type != "opencl"):
+            continue
+        for user in t.users:
+            if (user.target is aten.sum.dim_IntList and list(user.args[1]) in ([0], [-2]) and not user.kwargs
+                    and ROW_SUMS_OF not in user.meta and order[user] > order[node]):
+                node.meta[ROW_SUMS], user.meta[ROW_SUMS_OF] = user, node
+                break
 
 
 class OpenCLGemmKernel(OpenCLKernel):
@@ -186,6 +242,7 @@ class OpenCLGemmKernel(OpenCLKernel):
         self.prologue_fused_inputs: OrderedSet[str] = OrderedSet()
         self.prologue_fused_inputs_preserve_zero: OrderedSet[str] = OrderedSet()
         self._inputs: tuple[str, str] = ("", "")  # A's and B's kernel parameters
+        self._sums = ""  # the row sums' kernel parameter (plan.row_sums)
         self.template_inputs: tuple[Any, ...] = ()  # A's and B's IR nodes
         self._value = ""
 
@@ -210,10 +267,12 @@ class OpenCLGemmKernel(OpenCLKernel):
                               buf_name_to_prologue_group, prologue_preserves_zero_mask_fn, render) -> str:
         assert not prologue_nodes, "the opencl product template takes no prologues"
         buf = template_node.node
-        a, b = buf.inputs
+        a, b = buf.inputs[:2]
         self.template_inputs = (a, b)
         with self:
             self._inputs = (self.args.input(a.get_name()), self.args.input(b.get_name()))
+            if self.plan.row_sums:
+                self._sums = self.args.output(buf.inputs[2].get_name())
             value = self.cse.newvar(dtype=torch.float32)
             self._value = str(value)
             self.variant_vars.add(self._value)  # differs per element: never hoisted out of the loop
@@ -267,20 +326,42 @@ class OpenCLGemmKernel(OpenCLKernel):
         with code.indent():
             code.splice(self.kernel_scope)
             self._codegen_tile(code)
+            if p.row_sums:
+                code.writeline(f"if (col0 == 0) tocl_gemm_row_sums({self._sums}, {self._inputs[0]} + {p.a_off}, row0, "
+                               f"{p.m}, {p.k}, {p.sam}L, {p.sak}L);")
             code.splice(self.hoisted)
+            vectors = self._vector_epilogue()
             code.writeline(f"for (int r = 0; r < {p.rows}; ++r) {{")
             with code.indent():
                 code.writeline(f"if (row0 + r >= {p.m}) break;")
-                code.writeline(f"for (int j = 0; j < {p.cols}; ++j) {{")
+                if vectors:
+                    # WIDTH columns a step as float vectors (see _vector_epilogue); n is a multiple of WIDTH, so
+                    # a step is whole or past the last column.
+                    step, value, body = WIDTH, f"vload{WIDTH}(0, &tile[r][j])", vectors
+                    code.writeline("#pragma unroll")
+                else:
+                    step, value, body = 1, "tile[r][j]", self.body
+                code.writeline(f"for (int j = 0; j < {p.cols}; j += {step}) {{")
                 with code.indent():
                     code.writeline(f"if (col0 + j >= {p.n}) break;")
                     code.writeline(f"const {idx} xindex = ({idx})(row0 + r) * {p.n} + col0 + j;")
-                    code.writeline(f"const float {self._value} = tile[r][j];")
-                    code.splice(self.body)
+                    code.writeline(f"const float{step if vectors else ''} {self._value} = {value};")
+                    code.splice(body)
                 code.writeline("}")
             code.writeline("}")
         code.writeline("}")
         return code.getvalue()
+
+    def _vector_epilogue(self) -> IndentedBuffer | None:
+        """The epilogue as a step of WIDTH adjacent columns of a tile row in float vectors (vectors.py), where
+        the tile's rows and the product's are whole steps and the body qualifies; else None (one element at
+        a time). PoCL does not vectorise the element loop itself: a compiled linear + GELU took 1.6 ms of
+        which 0.25 was the product."""
+        p = self.plan
+        if p.form != "nn" or p.cols % WIDTH or p.n % WIDTH:
+            return None
+        return vector_body(self.body._lines, self.hoisted._lines, vectors=(self._value,), aligned=True,
+                           require_calls=False)
 
     def call_kernel(self, name: str, node: Any = None, deallocate_ws: bool = True) -> None:
         p, wrapper = self.plan, V.graph.wrapper_code
@@ -307,15 +388,26 @@ class OpenCLGemmKernel(OpenCLKernel):
 
 
 def install(lowering) -> None:
-    """mm and addmm of opencl tensors through the template where it takes them."""
+    """mm and addmm of opencl tensors through the template where it takes them; a bias gradient's sum that
+    mark_row_sums paired with a product from that product's kernel."""
     aten = torch.ops.aten
     mm_lowering, addmm_lowering = lowering.lowerings[aten.mm.default], lowering.lowerings[aten.addmm.default]
+    sum_lowering = lowering.lowerings[aten.sum.dim_IntList]
     if getattr(mm_lowering, "_opencl_gemm", False):
         return
 
     def mm(mat1, mat2, out_dtype=None, *, layout=None):
-        if out_dtype is None and layout is None and (out := tuned_mm(mat1, mat2)) is not None:
-            return out
+        if out_dtype is None and layout is None:
+            node = V.graph.current_node
+            paired = node.meta.get(ROW_SUMS) if node is not None and node.target is aten.mm.default else None
+            if paired is not None and (out := tuned_mm(mat1, mat2, row_sums=True)) is not None:
+                product, sums = out
+                if not hasattr(V.graph, "opencl_row_sums"):
+                    V.graph.opencl_row_sums = {}
+                V.graph.opencl_row_sums[paired] = sums
+                return product
+            if (out := tuned_mm(mat1, mat2)) is not None:
+                return out
         return mm_lowering(mat1, mat2, out_dtype=out_dtype, layout=layout)
 
     def addmm(inp, mat1, mat2, *, alpha=1, beta=1, layout=None):
@@ -330,6 +422,13 @@ def install(lowering) -> None:
             return add(out, inp if beta == 1 else mul(inp, beta))
         return addmm_lowering(inp, mat1, mat2, alpha=alpha, beta=beta, layout=layout)
 
-    for overload, fn in ((aten.mm.default, mm), (aten.addmm.default, addmm)):
+    def sum_(x, *args, **kwargs):
+        node = V.graph.current_node
+        sums = getattr(V.graph, "opencl_row_sums", {}).get(node) if node is not None else None
+        if sums is not None:  # computed by its product's kernel
+            return lowering.lowerings[aten.view.default](sums, list(node.meta["val"].shape))
+        return sum_lowering(x, *args, **kwargs)
+
+    for overload, fn in ((aten.mm.default, mm), (aten.addmm.default, addmm), (aten.sum.dim_IntList, sum_)):
         fn._opencl_gemm = True  # type: ignore[attr-defined]
         lowering.lowerings[overload] = fn

@@ -28,6 +28,10 @@ _PLAIN_CALLS = frozenset({"sqrt", "fabs", "TOCL_FMAX", "TOCL_FMIN"})
 _CONSTANTS = frozenset({"INFINITY", "TOCL_NAN"})
 
 _INDEX = re.compile(r"^int (x\d+) = xindex;$")
+# Where each step's first index is a multiple of WIDTH (the product template's epilogue): the place in a row
+# of n, and the row, for n a multiple of WIDTH (a step never crosses a row's end).
+_COLUMN = re.compile(r"^int (x\d+) = \(xindex\) % \((\d+)\);$")
+_ROW = re.compile(r"^int (x\d+) = \(xindex\) / \((\d+)\);$")
 _LOAD = re.compile(r"^float (tmp\d+) = ((?:in_ptr|in_out_ptr)\d+)\[(\w+)\];$")
 _DEFINE = re.compile(r"^float (tmp\d+) = (.+);$")
 _STORE = re.compile(r"^((?:out_ptr|in_out_ptr)\d+)\[(\w+)\] = \(float\)\((tmp\d+)\);$")
@@ -37,12 +41,18 @@ _NUMBER = re.compile(r"\b\d+(?:\.\d*)?(?:e[+-]?\d+)?f\b|\b\d+\.\d*(?:e[+-]?\d+)?
 _ARITHMETIC = re.compile(r"^[\s()+\-*/,.]*$")
 
 
-def vector_body(lines: list, hoisted: list) -> IndentedBuffer | None:
+def vector_body(lines: list, hoisted: list, vectors: tuple = (), aligned: bool = False,
+                require_calls: bool = True) -> IndentedBuffer | None:
     """The body's lines as a 16-output step, or None where the body does not qualify (see the module's
-    note). The float values `hoisted` computes once before the loop are used as they are (scalars)."""
+    note). The float values `hoisted` computes once before the loop are used as they are (scalars); those
+    named in `vectors` are float16 values the step defines before the body. `aligned`: each step's first
+    index is a multiple of WIDTH, so an index's place in a row of a multiple of WIDTH is adjacent across the
+    step and its row is one (a load at it is a scalar). `require_calls`: only bodies with a call PoCL does
+    not vectorise by itself qualify."""
     scalar_vars = {m.group(1) for line in hoisted if isinstance(line, str) for m in [_DEFINE.match(line.strip())] if m}
     index_vars = {"xindex"}
-    vector_vars: set[str] = set()
+    row_vars: set[str] = set()
+    vector_vars: set[str] = set(vectors)
     out, calls = IndentedBuffer(), False
     for line in lines:
         text = line.line if isinstance(line, DeferredLineBase) else line
@@ -52,12 +62,19 @@ def vector_body(lines: list, hoisted: list) -> IndentedBuffer | None:
         if m := _INDEX.match(text):
             index_vars.add(m.group(1))
             new = text
+        elif aligned and (m := _COLUMN.match(text) or _ROW.match(text)) and int(m.group(2)) % WIDTH == 0:
+            (index_vars if "%" in text else row_vars).add(m.group(1))
+            new = text
         elif m := _LOAD.match(text):
             var, buf, idx = m.groups()
-            if idx not in index_vars:
+            if idx in row_vars:  # one element for the whole step
+                scalar_vars.add(var)
+                new = text
+            elif idx in index_vars:
+                vector_vars.add(var)
+                new = f"float{WIDTH} {var} = vload{WIDTH}(0, {buf} + {idx});"
+            else:
                 return None
-            vector_vars.add(var)
-            new = f"float{WIDTH} {var} = vload{WIDTH}(0, {buf} + {idx});"
         elif m := _STORE.match(text):
             buf, idx, var = m.groups()
             if idx not in index_vars or var not in vector_vars:
@@ -78,4 +95,4 @@ def vector_body(lines: list, hoisted: list) -> IndentedBuffer | None:
         else:
             return None
         out.writeline(line._new_line(new) if isinstance(line, DeferredLineBase) else new)
-    return out if calls else None
+    return out if calls or not require_calls else None
