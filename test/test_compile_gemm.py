@@ -156,8 +156,11 @@ def test_addmm_beta_zero_ignores_nan():
     torch.testing.assert_close(got.cpu(), a @ b, rtol=1e-4, atol=1e-4)
 
 
+# (batch, hidden): the dot-product form with Philox blocks whole in its tile rows (hidden a multiple of 4),
+# and the register tile with a hidden width that splits blocks across rows (a memo per call site).
+@pytest.mark.parametrize("batch,hidden", [(48, 64), (160, 30)])
 @pytest.mark.parametrize("dropout", [0.0, 0.3])
-def test_template_and_extern_products_agree_in_training(dropout, monkeypatch):
+def test_template_and_extern_products_agree_in_training(dropout, batch, hidden, monkeypatch):
     """A linear + ReLU + dropout MLP trained compiled: with the template (dropout and the gradients' masks in
     the products' kernels) and with extern products, the same Inductor graph and random stream, so the same
     losses and gradients; and without dropout, eager's too."""
@@ -167,8 +170,8 @@ def test_template_and_extern_products_agree_in_training(dropout, monkeypatch):
         monkeypatch.setattr(gemm, "enabled", template)
         torch._dynamo.reset()
         torch.manual_seed(0)
-        model = nn.Sequential(nn.Linear(40, 64), nn.ReLU(), nn.Dropout(dropout), nn.Linear(64, 10)).to(DEV)
-        x, y = torch.randn(48, 40, device=DEV), torch.randint(0, 10, (48,), device=DEV)
+        model = nn.Sequential(nn.Linear(40, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, 10)).to(DEV)
+        x, y = torch.randn(batch, 40, device=DEV), torch.randint(0, 10, (batch,), device=DEV)
         step = torch.compile(lambda x, y: F.cross_entropy(model(x), y))
         losses = []
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -185,8 +188,8 @@ def test_template_and_extern_products_agree_in_training(dropout, monkeypatch):
     torch.testing.assert_close(template, extern, rtol=1e-4, atol=1e-5)
     if dropout == 0.0:
         torch.manual_seed(0)
-        model = nn.Sequential(nn.Linear(40, 64), nn.ReLU(), nn.Dropout(dropout), nn.Linear(64, 10))
-        x, y = torch.randn(48, 40, device=DEV).cpu(), torch.randint(0, 10, (48,), device=DEV).cpu()
+        model = nn.Sequential(nn.Linear(40, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, 10))
+        x, y = torch.randn(batch, 40, device=DEV).cpu(), torch.randint(0, 10, (batch,), device=DEV).cpu()
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         losses = []
         for _ in range(3):
