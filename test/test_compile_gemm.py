@@ -137,6 +137,52 @@ def test_bias_gradient_in_weight_gradient_kernel_forms(shape, batch_dims):
         assert not [n for n in backward if n.startswith("opencl_red")], backward
 
 
+@pytest.mark.parametrize("batch", [37, 300])
+def test_layer_gradients_in_one_launch_forms(batch):
+    """Each linear layer's input gradient T @ W, weight gradient T.t() @ X and bias gradient come from one
+    launch on CPU-class devices (gemm.tuned_mm_group), the activation gradient's mask (ReLU) or formula
+    (GELU) fused into the input gradient: the backward of three layers is the loss's gradient and three
+    product kernels. The same gradients as CPU in both classes."""
+    gen = torch.Generator().manual_seed(batch)
+    ref = nn.Sequential(nn.Linear(50, 45), nn.ReLU(), nn.Linear(45, 64), nn.GELU(), nn.Linear(64, 7))
+    x = torch.randn(batch, 50, generator=gen)
+    grads = []
+    for dev in ("cpu", DEV):
+        model = nn.Sequential(nn.Linear(50, 45), nn.ReLU(), nn.Linear(45, 64), nn.GELU(), nn.Linear(64, 7)).to(dev)
+        model.load_state_dict(ref.state_dict())
+        xd = x.to(dev).detach().requires_grad_()
+        fn = (lambda x: model(x).square().sum())
+        with native_only():
+            value = (torch.compile(fn) if dev == DEV else fn)(xd)
+            with launched_kernels() as backward:
+                value.backward()
+                torch.opencl.synchronize()
+        grads.append([xd.grad] + [p.grad for p in model.parameters()])
+    for got, want in zip(grads[1], grads[0]):
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)
+    if kernel_class() == "cpu":
+        assert len(_gemm_kernels(backward)) == 3 and len(backward) == 4, backward
+
+
+def test_outputs_of_a_product_kernel_read_in_the_same_graph():
+    """The row sums and a grouped product are outputs the product's kernel writes besides its own; other
+    kernels of the graph read them after it (they are not fused into it as epilogues)."""
+    gen = torch.Generator().manual_seed(3)
+    t, x, w = torch.randn(37, 45, generator=gen), torch.randn(37, 50, generator=gen), torch.randn(45, 20, generator=gen)
+
+    def fn(t, x, w):
+        dx, dw, db = t @ w, t.t() @ x, t.sum(0)
+        return torch.relu(dx), db * 2 + 1, (db.unsqueeze(1) * dw).sum(), dw.t() + 1
+
+    with native_only(), launched_kernels() as names:
+        got = torch.compile(fn)(t.to(DEV), x.to(DEV), w.to(DEV))
+        torch.opencl.synchronize()
+    for g, want in zip(got, fn(t, x, w)):
+        torch.testing.assert_close(g.cpu(), want, rtol=1e-4, atol=1e-4)
+    if kernel_class() == "cpu":  # the three products in one kernel
+        assert len(_gemm_kernels(names)) == 1, names
+
+
 def test_product_kept_for_outside_readers_and_unfusable_epilogues():
     """The product is stored when something outside its kernel reads it; an epilogue that reads it at another
     index (its transpose) is not fused."""

@@ -10,8 +10,10 @@ then fuses into it. One launch where the extern path took a B-pack, the product 
 Inductor fuses only pointwise epilogues into templates; a linear layer's bias gradient (the column sums of
 the output's gradient T, a reduction) is paired with its weight gradient mm(T.t(), X) by the device's
 post-grad pass (mark_row_sums) and computed in that product's kernel as the row sums of its A, a second
-output the kernel writes. Where the tile's rows are whole vectors of the row, the epilogue runs on 16 of
-them at a time (_vector_epilogue).
+output the kernel writes. The same pass pairs that weight gradient with the layer's input gradient mm(T, W)
+before it, and both products (and the row sums) are one launch (tuned_mm_group): the second product's
+work-groups follow the first's, and its tile is stored as it is. Where the tile's rows are whole vectors of
+the row, the epilogue runs on 16 of them at a time (_vector_epilogue).
 
 The tile's form follows the operands' layouts:
 * A and B both adjacent along k (x @ w.t(), a linear layer's forward) and at most NT_MAX_ROWS rows: dot
@@ -165,31 +167,55 @@ def tuned_mm(mat1, mat2, row_sums: bool = False):
     """mat1 @ mat2 as the template, or None. With `row_sums`, (the product, mat1's row sums) from the one
     kernel, or None where the template does not take them (the dot-product form)."""
     planned = _plan(mat1, mat2)
-    if planned is None:
+    if planned is None or (row_sums and planned[0].form != "nn"):
         return None
     plan, a, b = planned
-    if row_sums and plan.form != "nn":
+    product, _, sums = _template(dataclasses.replace(plan, row_sums=row_sums), a, b)
+    return (product, sums) if row_sums else product
+
+
+def tuned_mm_group(mat1, mat2, mat1_t, x, row_sums: bool):
+    """An input gradient T @ W (mat1 = T, mat2 = W) and its layer's weight gradient T.t() @ X (mat1_t = T.t())
+    in one launch: (the input gradient, the weight gradient, with `row_sums` T's column sums), or None where
+    the template does not take both or one of them would need eager's pack launched before."""
+    first, second = _plan(mat1, mat2), _plan(mat1_t, x)
+    if first is None or second is None or first[0].pack or second[0].pack:
         return None
+    if row_sums and second[0].form != "nn":
+        return None
+    plan, a, b = first
+    grouped, a2, b2 = second
+    return _template(plan, a, b, (dataclasses.replace(grouped, row_sums=row_sums), a2, b2))
+
+
+def _template(plan: GemmPlan, a, b, grouped=None):
+    """The template's IR node for `plan` (and a grouped second product: (its plan, A, B)): (the product's
+    TensorBox, the grouped product's or None, the row sums' or None). The outputs besides the first are
+    buffers allocated empty and written by the kernel (inputs it mutates: how Inductor's templates give more
+    than one output, as flex attention's logsumexp)."""
+    from torch._inductor.lowering import empty_strided
+
     device = a.get_device()
     layout = ir.FixedLayout(device, torch.float32, [plan.m, plan.n])
-    inputs, sums = [a, b], None
-    if row_sums:
-        plan = dataclasses.replace(plan, row_sums=True)
-        # The sums' buffer, allocated empty and written by the product's kernel (an input it mutates: how
-        # Inductor's templates give a second output, as flex attention's logsumexp).
-        from torch._inductor.lowering import empty_strided
-
-        sums = empty_strided([plan.m], [1], dtype=torch.float32, device=device)
+    inputs, second, sums = [a, b], None, None
+    if grouped is not None:
+        second_plan, a2, b2 = grouped
+        second = empty_strided([second_plan.m, second_plan.n], [second_plan.n, 1], dtype=torch.float32, device=device)
+        inputs += [a2, b2, second.data.data]
+    summed = grouped[0] if grouped is not None else plan
+    if summed.row_sums:
+        sums = empty_strided([summed.m], [1], dtype=torch.float32, device=device)
         inputs.append(sums.data.data)
+    mutated = [t.data.data for t in (second, sums) if t is not None]
+    second_plan = grouped[0] if grouped is not None else None
 
     def make_kernel_render(template_node, hint_override=None):
-        return OpenCLGemmKernel(plan), lambda: None
+        return OpenCLGemmKernel(plan, second_plan), lambda: None
 
     buf = OpenCLTemplateBuffer(layout=layout, inputs=inputs, make_kernel_render=make_kernel_render,
-                               mutated_inputs=inputs[2:] or None)
+                               mutated_inputs=mutated or None)
     buf.allow_prologue_fusion = False
-    product = ir.TensorBox.create(buf)
-    return (product, sums) if row_sums else product
+    return ir.TensorBox.create(buf), second, sums
 
 
 class OpenCLTemplateBuffer(ir.TemplateBuffer):
@@ -202,13 +228,17 @@ class OpenCLTemplateBuffer(ir.TemplateBuffer):
 
 ROW_SUMS_OF = "opencl_row_sums_of"  # FX meta of a bias gradient's sum: the weight gradient's mm that computes it
 ROW_SUMS = "opencl_row_sums"  # FX meta of that mm: the sum node
+GROUPED = "opencl_grouped"  # FX meta of an input gradient's mm T @ W: the weight gradient's mm T.t() @ X it computes
+GROUPED_INTO = "opencl_grouped_into"  # FX meta of that weight gradient's mm: the input gradient's
 
 
 def mark_row_sums(graph) -> None:
     """Pairs each product mm(T.t(), X) with a sum(T, [0]) after it: a linear layer's weight gradient and its
     bias gradient, both reading the output gradient T. The lowering of the pair computes the sum in the
-    product's kernel (T's columns are A's rows), where it was a reduction kernel of its own over T. Runs as
-    the device's post-grad pass (__init__.py), on graphs with opencl tensors."""
+    product's kernel (T's columns are A's rows), where it was a reduction kernel of its own over T. It also
+    pairs the product with the input gradient mm(T, W) before it, which the lowering computes in the same
+    launch (tuned_mm_group). Runs as the device's post-grad pass (__init__.py), on graphs with opencl
+    tensors."""
     if not enabled:
         return
     aten = torch.ops.aten
@@ -227,6 +257,13 @@ def mark_row_sums(graph) -> None:
                     and ROW_SUMS_OF not in user.meta and order[user] > order[node]):
                 node.meta[ROW_SUMS], user.meta[ROW_SUMS_OF] = user, node
                 break
+        # The layer's input gradient T @ W before it, with X ready by then: both products in one launch.
+        x = node.args[1]
+        for user in t.users:
+            if (user.target is aten.mm.default and user.args[0] is t and not user.kwargs and GROUPED not in user.meta
+                    and isinstance(x, torch.fx.Node) and order[x] < order[user] < order[node]):
+                user.meta[GROUPED], node.meta[GROUPED_INTO] = node, user
+                break
 
 
 class OpenCLGemmKernel(OpenCLKernel):
@@ -235,14 +272,16 @@ class OpenCLGemmKernel(OpenCLKernel):
     the product returns the tile's value (Inductor's store cache), and the product itself is stored only if
     something outside the kernel reads it."""
 
-    def __init__(self, plan: GemmPlan) -> None:
+    def __init__(self, plan: GemmPlan, grouped: GemmPlan | None = None) -> None:
         numel = sympy.Integer(plan.m * plan.n)
         super().__init__({"x": numel}, features=SIMDKernelFeatures([], numel))
         self.plan = plan
+        self.grouped = grouped  # a second product the launch computes (tuned_mm_group), stored as it is
         self.prologue_fused_inputs: OrderedSet[str] = OrderedSet()
         self.prologue_fused_inputs_preserve_zero: OrderedSet[str] = OrderedSet()
         self._inputs: tuple[str, str] = ("", "")  # A's and B's kernel parameters
-        self._sums = ""  # the row sums' kernel parameter (plan.row_sums)
+        self._grouped_params: tuple[str, str, str] = ("", "", "")  # the grouped product's A, B and output
+        self._sums = ""  # the row sums' kernel parameter (the plan with row_sums)
         self.template_inputs: tuple[Any, ...] = ()  # A's and B's IR nodes
         self._value = ""
 
@@ -277,12 +316,16 @@ class OpenCLGemmKernel(OpenCLKernel):
                               buf_name_to_prologue_group, prologue_preserves_zero_mask_fn, render) -> str:
         assert not prologue_nodes, "the opencl product template takes no prologues"
         buf = template_node.node
-        a, b = buf.inputs[:2]
+        a, b, *rest = buf.inputs  # A, B, [the grouped product's A, B, output], [the row sums]
         self.template_inputs = (a, b)
         with self:
             self._inputs = (self.args.input(a.get_name()), self.args.input(b.get_name()))
-            if self.plan.row_sums:
-                self._sums = self.args.output(buf.inputs[2].get_name())
+            if self.grouped is not None:
+                a2, b2, out2, *rest = rest
+                self._grouped_params = (self.args.input(a2.get_name()), self.args.input(b2.get_name()),
+                                        self.args.output(out2.get_name()))
+            if rest:
+                self._sums = self.args.output(rest[0].get_name())
             value = self.cse.newvar(dtype=torch.float32)
             self._value = str(value)
             self.variant_vars.add(self._value)  # differs per element: never hoisted out of the loop
@@ -293,16 +336,31 @@ class OpenCLGemmKernel(OpenCLKernel):
         with V.set_kernel_handler(self):
             return self.codegen_kernel()
 
-    def _codegen_tile(self, code: IndentedBuffer) -> None:
-        """The lines that find this work-item's tile (row0, col0) and compute it into `tile`."""
-        p, (a, b) = self.plan, self._inputs
+    def _plans(self) -> list[GemmPlan]:
+        return [self.plan] + ([self.grouped] if self.grouped is not None else [])
+
+    def _group_size(self) -> int:
+        """Work-items per work-group: STAGING_GROUP where a product stages its panels; else groups of 4 tiles,
+        single tiles when there are few to spread over the cores (gemm_small.cpp)."""
+        plans = self._plans()
+        if any(p.staged for p in plans):
+            return STAGING_GROUP
+        return 4 if sum(p.tiles for p in plans) >= 64 else 1
+
+    def _groups(self, p: GemmPlan) -> int:
+        return p.tiles_n * p.groups_per_column if p.staged else -(-p.tiles // self._group_size())
+
+    def _codegen_tile(self, code: IndentedBuffer, p: GemmPlan, a: str, b: str, first_group: int = 0) -> None:
+        """The lines that find this work-item's tile (row0, col0) of `p` (whose work-groups start at
+        `first_group`), compute it into `tile`, and its rows' sums where `p` has them."""
         a_ptr, b_ptr = f"{a} + {p.a_off}", f"{b} + {p.b_off}"
         nn = f"tocl_gemm_nn_{'wide' if p.cols > p.vector else 'narrow'}"
+        group = f"((int)get_group_id(0) - {first_group})" if first_group else "(int)get_group_id(0)"
         if p.staged:
-            # A work-group per STAGING_GROUP row tiles of one column tile; every item helps stage the panel.
-            code.writeline(f"__local float panel[{p.k * p.cols}];")
-            code.writeline(f"const int tn = (int)(get_group_id(0) / {p.groups_per_column}u);")
-            code.writeline(f"const int tm = (int)(get_group_id(0) % {p.groups_per_column}u) * {STAGING_GROUP} + (int)get_local_id(0);")
+            # A work-group per STAGING_GROUP row tiles of one column tile; every item helps stage the panel
+            # (`panel`, in local memory, declared at the kernel's scope).
+            code.writeline(f"const int tn = {group} / {p.groups_per_column};")
+            code.writeline(f"const int tm = {group} % {p.groups_per_column} * {STAGING_GROUP} + (int)get_local_id(0);")
             code.writeline(f"const int row0 = tm * {p.rows}, col0 = tn * {p.cols};")
             code.writeline(f"tocl_gemm_stage_b(panel, {b_ptr} + (long)col0 * {p.sbn}, {p.n} - col0, {p.k}, {p.sbk}L, "
                            f"{p.sbn}L, {p.cols});")
@@ -310,23 +368,27 @@ class OpenCLGemmKernel(OpenCLKernel):
             code.writeline(f"float tile[TOCL_GEMM_TM][{p.cols}];")
             code.writeline(f"{nn}_staged(tile, {a_ptr}, panel, row0, {p.m}, {p.n} - col0, {p.k}, {p.sam}L, {p.sak}L, "
                            f"{p.cols}L, 1L, 1);")
-            return
-        code.writeline("const uint gid = get_global_id(0);")
-        code.writeline(f"if (gid >= {p.tiles}u) return;")
-        code.writeline(f"const int row0 = (int)(gid % {p.tiles_m}u) * {p.rows};")
-        code.writeline(f"const int col0 = (int)(gid / {p.tiles_m}u) * {p.cols};")
-        if p.form == "nt":
-            code.writeline("float tile[TOCL_GEMM_NT_ROWS][TOCL_GEMM_NT_COLS];")
-            code.writeline(f"tocl_gemm_nt(tile, {a_ptr}, {b_ptr}, row0, col0, {p.m}, {p.n}, {p.k}, {p.sam}L, {p.sbn}L);")
-            return
-        code.writeline(f"float tile[TOCL_GEMM_TM][{p.cols}];")
-        if p.pack:
-            code.writeline(f"{nn}(tile, {a_ptr}, {PANEL} + (long)(gid / {p.tiles_m}u) * {p.k * p.cols}, row0, {p.m}, "
-                           f"{p.n} - col0, {p.k}, {p.sam}L, {p.sak}L, {p.cols}L, 1L, 1);")
         else:
-            vector_rows = f"col0 + {p.cols} <= {p.n}" if p.sbn == 1 else "0"
-            code.writeline(f"{nn}(tile, {a_ptr}, {b_ptr} + (long)col0 * {p.sbn}, row0, {p.m}, {p.n} - col0, {p.k}, "
-                           f"{p.sam}L, {p.sak}L, {p.sbk}L, {p.sbn}L, {vector_rows});")
+            offset = f" - {first_group * self._group_size()}u" if first_group else ""
+            code.writeline(f"const uint gid = get_global_id(0){offset};")
+            code.writeline(f"if (gid >= {p.tiles}u) return;")
+            code.writeline(f"const int row0 = (int)(gid % {p.tiles_m}u) * {p.rows};")
+            code.writeline(f"const int col0 = (int)(gid / {p.tiles_m}u) * {p.cols};")
+            if p.form == "nt":
+                code.writeline("float tile[TOCL_GEMM_NT_ROWS][TOCL_GEMM_NT_COLS];")
+                code.writeline(f"tocl_gemm_nt(tile, {a_ptr}, {b_ptr}, row0, col0, {p.m}, {p.n}, {p.k}, {p.sam}L, {p.sbn}L);")
+            else:
+                code.writeline(f"float tile[TOCL_GEMM_TM][{p.cols}];")
+                if p.pack:
+                    code.writeline(f"{nn}(tile, {a_ptr}, {PANEL} + (long)(gid / {p.tiles_m}u) * {p.k * p.cols}, row0, "
+                                   f"{p.m}, {p.n} - col0, {p.k}, {p.sam}L, {p.sak}L, {p.cols}L, 1L, 1);")
+                else:
+                    vector_rows = f"col0 + {p.cols} <= {p.n}" if p.sbn == 1 else "0"
+                    code.writeline(f"{nn}(tile, {a_ptr}, {b_ptr} + (long)col0 * {p.sbn}, row0, {p.m}, {p.n} - col0, "
+                                   f"{p.k}, {p.sam}L, {p.sak}L, {p.sbk}L, {p.sbn}L, {vector_rows});")
+        if p.row_sums:
+            code.writeline(f"if (col0 == 0) tocl_gemm_row_sums({self._sums}, {a_ptr}, row0, {p.m}, {p.k}, {p.sam}L, "
+                           f"{p.sak}L);")
 
     def codegen_kernel(self, name: str | None = None) -> str:
         self.codegen_body()
@@ -334,11 +396,25 @@ class OpenCLGemmKernel(OpenCLKernel):
         code = IndentedBuffer()
         code.writeline(f"__kernel void {name or KERNEL_NAME_PLACEHOLDER}({', '.join(declare(self.kernel_params()))}) {{")
         with code.indent():
+            staged = [q.k * q.cols for q in self._plans() if q.staged]
+            if staged:  # local memory is declared at the kernel's scope; the products' groups take turns in it
+                code.writeline(f"__local float panel[{max(staged)}];")
             code.splice(self.kernel_scope)
-            self._codegen_tile(code)
-            if p.row_sums:
-                code.writeline(f"if (col0 == 0) tocl_gemm_row_sums({self._sums}, {self._inputs[0]} + {p.a_off}, row0, "
-                               f"{p.m}, {p.k}, {p.sam}L, {p.sak}L);")
+            if self.grouped is not None:
+                # The grouped product's work-groups follow this one's; they store their tile as it is.
+                q, (a2, b2, out2) = self.grouped, self._grouped_params
+                code.writeline(f"if (get_group_id(0) >= {self._groups(p)}u) {{")
+                with code.indent():
+                    self._codegen_tile(code, q, a2, b2, self._groups(p))
+                    code.writeline(f"for (int r = 0; r < {q.rows}; ++r) {{")
+                    with code.indent():
+                        code.writeline(f"if (row0 + r >= {q.m}) break;")
+                        code.writeline(f"for (int j = 0; j < {q.cols}; ++j)")
+                        code.writeline(f"    if (col0 + j < {q.n}) {out2}[(long)(row0 + r) * {q.n} + col0 + j] = tile[r][j];")
+                    code.writeline("}")
+                    code.writeline("return;")
+                code.writeline("}")
+            self._codegen_tile(code, p, *self._inputs)
             code.splice(self.hoisted)
             vectors = self._vector_epilogue()
             code.writeline(f"for (int r = 0; r < {p.rows}; ++r) {{")
@@ -388,12 +464,8 @@ class OpenCLGemmKernel(OpenCLKernel):
             b = wrapper.val_to_arg_str(self.template_inputs[1])
             wrapper.writeline(f"{panel} = opencl_gemm_pack_b({b}, {p.cols})")
             args.append(panel)
-        if p.staged:
-            threads, group = p.tiles_n * p.groups_per_column * STAGING_GROUP, STAGING_GROUP
-        else:
-            # Work-groups of 4 tiles, single tiles when there are few to spread over the cores (gemm_small.cpp).
-            group = 4 if p.tiles >= 64 else 1
-            threads = -(-p.tiles // group) * group
+        group = self._group_size()
+        threads = sum(self._groups(q) for q in self._plans()) * group
         args += [f"threads={threads}", f"group_size={group}"]
         wrapper.generate_kernel_call(name, args, device=device, triton=False)
         if panel:
@@ -409,15 +481,31 @@ def install(lowering) -> None:
     if getattr(mm_lowering, "_opencl_gemm", False):
         return
 
+    def computed(kind: str) -> dict:
+        """The graph's outputs that an earlier product's kernel computes, by FX node: "row_sums" (a sum
+        node's), "grouped" (a weight gradient's mm)."""
+        if not hasattr(V.graph, "opencl_computed"):
+            V.graph.opencl_computed = {"row_sums": {}, "grouped": {}}
+        return V.graph.opencl_computed[kind]
+
     def mm(mat1, mat2, out_dtype=None, *, layout=None):
-        if out_dtype is None and layout is None:
-            node = V.graph.current_node
-            paired = node.meta.get(ROW_SUMS) if node is not None and node.target is aten.mm.default else None
-            if paired is not None and (out := tuned_mm(mat1, mat2, row_sums=True)) is not None:
-                product, sums = out
-                if not hasattr(V.graph, "opencl_row_sums"):
-                    V.graph.opencl_row_sums = {}
-                V.graph.opencl_row_sums[paired] = sums
+        node = V.graph.current_node
+        if out_dtype is None and layout is None and node is not None and node.target is aten.mm.default:
+            if node in computed("grouped"):
+                return computed("grouped")[node]
+            sums_node, weight_gradient = node.meta.get(ROW_SUMS), node.meta.get(GROUPED)
+            if weight_gradient is not None and weight_gradient.args[1] in V.graph.env:
+                # mat1 is T; the weight gradient is T.t() @ X, X lowered before this node (mark_row_sums).
+                wg_sums = weight_gradient.meta.get(ROW_SUMS)
+                out = tuned_mm_group(mat1, mat2, lowering.lowerings[aten.permute.default](mat1, [1, 0]),
+                                     V.graph.env[weight_gradient.args[1]], row_sums=wg_sums is not None)
+                if out is not None:
+                    product, computed("grouped")[weight_gradient], sums = out
+                    if sums is not None:
+                        computed("row_sums")[wg_sums] = sums
+                    return product
+            if sums_node is not None and (out := tuned_mm(mat1, mat2, row_sums=True)) is not None:
+                product, computed("row_sums")[sums_node] = out
                 return product
             if (out := tuned_mm(mat1, mat2)) is not None:
                 return out
@@ -437,7 +525,7 @@ def install(lowering) -> None:
 
     def sum_(x, *args, **kwargs):
         node = V.graph.current_node
-        sums = getattr(V.graph, "opencl_row_sums", {}).get(node) if node is not None else None
+        sums = computed("row_sums").get(node) if node is not None else None
         if sums is not None:  # computed by its product's kernel
             return lowering.lowerings[aten.view.default](sums, list(node.meta["val"].shape))
         return sum_lowering(x, *args, **kwargs)
