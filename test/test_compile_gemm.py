@@ -183,6 +183,28 @@ def test_outputs_of_a_product_kernel_read_in_the_same_graph():
         assert len(_gemm_kernels(names)) == 1, names
 
 
+@pytest.mark.parametrize("x_of_dx", [False, True])
+def test_grouped_products_with_x_computed_late(x_of_dx):
+    """The weight gradient's X computed after the input gradient in the graph (as the partitioner recomputes
+    a saved activation's reshape): moved before it and grouped into one launch; where X depends on the input
+    gradient itself, two launches. The same values as CPU either way."""
+    gen = torch.Generator().manual_seed(5)
+    t, w, a = torch.randn(37, 45, generator=gen), torch.randn(45, 20, generator=gen), torch.randn(20, 37, generator=gen)
+
+    def fn(t, w, a):
+        dx = t @ w
+        x = torch.relu(dx) if x_of_dx else torch.cos(a).t()
+        return dx, t.t() @ x
+
+    with native_only(), launched_kernels() as names:
+        got = torch.compile(fn)(t.to(DEV), w.to(DEV), a.to(DEV))
+        torch.opencl.synchronize()
+    for g, want in zip(got, fn(t, w, a)):
+        torch.testing.assert_close(g.cpu(), want, rtol=1e-4, atol=1e-4)
+    if kernel_class() == "cpu":
+        assert len(_gemm_kernels(names)) == (2 if x_of_dx else 1), names
+
+
 def test_product_kept_for_outside_readers_and_unfusable_epilogues():
     """The product is stored when something outside its kernel reads it; an epilogue that reads it at another
     index (its transpose) is not fused."""

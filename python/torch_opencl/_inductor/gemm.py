@@ -261,9 +261,32 @@ def mark_row_sums(graph) -> None:
         x = node.args[1]
         for user in t.users:
             if (user.target is aten.mm.default and user.args[0] is t and not user.kwargs and GROUPED not in user.meta
-                    and isinstance(x, torch.fx.Node) and order[x] < order[user] < order[node]):
+                    and isinstance(x, torch.fx.Node) and order[user] < order[node] and _ready_before(x, user, order)):
                 user.meta[GROUPED], node.meta[GROUPED_INTO] = node, user
                 break
+
+
+def _ready_before(x, node, order) -> bool:
+    """Whether `x` is computed before `node`, moving it there if need be: the partitioner may recompute a
+    saved activation's view or copy (the attention output's reshape) after the input gradient. Moves x and
+    its ancestors after `node`, in their order, where they are pure ATen ops that do not depend on `node`."""
+    if order[x] < order[node]:
+        return True
+    late, stack = {}, [x]
+    while stack:
+        n = stack.pop()
+        if n in late or order[n] < order[node]:
+            continue
+        target = n.target
+        if (n is node or n.op != "call_function" or not isinstance(target, torch._ops.OpOverload)
+                or target._schema.is_mutable or torch.Tag.nondeterministic_seeded in target.tags):
+            return False
+        late[n] = order[n]
+        stack.extend(a for a in n.all_input_nodes)
+    for n in sorted(late, key=late.get):
+        node.prepend(n)
+    order.update({n: i for i, n in enumerate(node.graph.nodes)})
+    return True
 
 
 class OpenCLGemmKernel(OpenCLKernel):
