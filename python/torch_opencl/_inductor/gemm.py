@@ -467,8 +467,9 @@ class OpenCLGemmKernel(OpenCLKernel):
     def _vector_epilogue(self) -> IndentedBuffer | None:
         """The epilogue as a step of WIDTH adjacent columns of a tile row in float vectors (vectors.py), where
         the tile's rows and the product's are whole steps and the body qualifies; else None (one element at
-        a time). PoCL does not vectorise the element loop itself: a compiled linear + GELU took 1.6 ms of
-        which 0.25 was the product."""
+        a time). PoCL does not vectorise the element loop around a call (erf_of, exp: vectors.py). Measured
+        (PoCL, A/B against the scalar loop): on par for a lone 1024 x 64 x 256 product with GELU, its
+        gradient or a bias; the transformer step 0.94-0.95 of eager's time against 0.97-1.08."""
         p = self.plan
         if p.form != "nn" or p.cols % WIDTH or p.n % WIDTH:
             return None
