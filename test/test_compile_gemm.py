@@ -205,6 +205,25 @@ def test_grouped_products_with_x_computed_late(x_of_dx):
         assert len(_gemm_kernels(names)) == (2 if x_of_dx else 1), names
 
 
+@pytest.mark.parametrize("reduce", ["all", "dims_none", "float64", "dim1"])
+def test_sums_beside_a_weight_gradient_that_stay_reductions(reduce):
+    """Sums of T that are not a bias gradient's (all of T, dims None, another dtype, along dim 1) beside
+    T.t() @ X: the device pass leaves them to Inductor (dims None crashed it once), with CPU's values."""
+    gen = torch.Generator().manual_seed(7)
+    t, x = torch.randn(37, 45, generator=gen), torch.randn(37, 50, generator=gen)
+    total = {"all": lambda t: torch.sum(t), "dims_none": lambda t: torch.ops.aten.sum.dim_IntList(t, None),
+             "float64": lambda t: torch.ops.aten.sum.dim_IntList(t, [0], False, dtype=torch.float64),
+             "dim1": lambda t: t.sum(1)}[reduce]
+
+    def fn(t, x):
+        return t.t() @ x, total(t)
+
+    with native_only():
+        got = torch.compile(fn)(t.to(DEV), x.to(DEV))
+    for g, want in zip(got, fn(t, x)):
+        torch.testing.assert_close(g.cpu(), want, rtol=1e-4, atol=1e-4)
+
+
 def test_product_kept_for_outside_readers_and_unfusable_epilogues():
     """The product is stored when something outside its kernel reads it; an epilogue that reads it at another
     index (its transpose) is not fused."""

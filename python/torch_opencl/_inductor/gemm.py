@@ -253,7 +253,9 @@ def mark_row_sums(graph) -> None:
         if (value is None or value.dim() != 2 or value.dtype != torch.float32 or value.device.type != "opencl"):
             continue
         for user in t.users:
-            if (user.target is aten.sum.dim_IntList and list(user.args[1]) in ([0], [-2]) and not user.kwargs
+            # sum(T, [0]) or sum(T, [0], keepdim), of T's dtype (dims may be None: a sum of everything).
+            if (user.target is aten.sum.dim_IntList and len(user.args) in (2, 3) and not user.kwargs
+                    and isinstance(user.args[1], (list, tuple)) and list(user.args[1]) in ([0], [-2])
                     and ROW_SUMS_OF not in user.meta and order[user] > order[node]):
                 node.meta[ROW_SUMS], user.meta[ROW_SUMS_OF] = user, node
                 break
