@@ -184,7 +184,7 @@ def test_outputs_of_a_product_kernel_read_in_the_same_graph():
 
 
 @pytest.mark.parametrize("x_of_dx", [False, True])
-def test_grouped_products_with_x_computed_late(x_of_dx):
+def test_grouped_products_with_x_computed_late_forms(x_of_dx):
     """The weight gradient's X computed after the input gradient in the graph (as the partitioner recomputes
     a saved activation's reshape): moved before it and grouped into one launch; where X depends on the input
     gradient itself, two launches. The same values as CPU either way."""
@@ -206,7 +206,7 @@ def test_grouped_products_with_x_computed_late(x_of_dx):
 
 
 @pytest.mark.parametrize("reduce", ["all", "dims_none", "float64", "dim1"])
-def test_sums_beside_a_weight_gradient_that_stay_reductions(reduce):
+def test_sums_beside_a_weight_gradient_that_stay_reductions_forms(reduce):
     """Sums of T that are not a bias gradient's (all of T, dims None, another dtype, along dim 1) beside
     T.t() @ X: the device pass leaves them to Inductor (dims None crashed it once), with CPU's values."""
     gen = torch.Generator().manual_seed(7)

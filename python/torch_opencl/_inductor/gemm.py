@@ -239,7 +239,7 @@ def mark_row_sums(graph) -> None:
     pairs the product with the input gradient mm(T, W) before it, which the lowering computes in the same
     launch (tuned_mm_group). Runs as the device's post-grad pass (__init__.py), on graphs with opencl
     tensors."""
-    if not enabled:
+    if not enabled or not _templates_on(graph):
         return
     aten = torch.ops.aten
     order = {node: i for i, node in enumerate(graph.nodes)}
@@ -266,6 +266,18 @@ def mark_row_sums(graph) -> None:
                     and isinstance(x, torch.fx.Node) and order[user] < order[node] and _ready_before(x, user, order)):
                 user.meta[GROUPED], node.meta[GROUPED_INTO] = node, user
                 break
+
+
+def _templates_on(graph) -> bool:
+    """Whether the graph's opencl device takes the template (CPU class): elsewhere the pass leaves the graph
+    as it is."""
+    from .. import device_module
+
+    for node in graph.nodes:
+        value = node.meta.get("val")
+        if isinstance(value, torch.Tensor) and value.device.type == "opencl":
+            return bool(device_module.get_device_properties(value.device).cpu_gemm_vector_width)
+    return False
 
 
 def _ready_before(x, node, order) -> bool:
