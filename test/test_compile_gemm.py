@@ -108,7 +108,7 @@ def test_vector_epilogue_matches_cpu_forms(n):
 @pytest.mark.parametrize("batch_dims", [1, 2])
 def test_bias_gradient_in_weight_gradient_kernel_forms(shape, batch_dims):
     """A linear layer's bias gradient (the column sums of its output's gradient) comes from the kernel of its
-    weight gradient's product on CPU-class devices (gemm.mark_row_sums): no reduction kernel of its own in the
+    weight gradient's product on CPU-class devices (gemm.pair_layer_gradients): no reduction kernel of its own in the
     backward. Inputs of two and three dims (the product then reads the gradient through a view)."""
     batch, inp, out = shape
     gen = torch.Generator().manual_seed(batch + inp + out)

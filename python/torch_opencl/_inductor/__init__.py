@@ -31,8 +31,8 @@ def register() -> None:
 
 
 def _codegen_version():
-    """The device's post-grad pass (it pairs bias gradients with their products: gemm.mark_row_sums), whose
-    uuid is a hash of this code generator and of the devices' kernel forms: Inductor puts it into its FX
+    """The device's post-grad pass (gemm.pair_layer_gradients: a layer's gradients for one product kernel),
+    whose uuid is a hash of this code generator and of the devices' kernel forms: Inductor puts it into its FX
     graph cache key, so neither a changed torch_opencl nor another kernel class reuses code generated for
     the other."""
     import hashlib
@@ -56,7 +56,7 @@ def _codegen_version():
         def __call__(self, gm) -> None:
             from . import gemm
 
-            gemm.mark_row_sums(gm.graph)
+            gemm.pair_layer_gradients(gm.graph)
 
         def uuid(self):
             from . import gemm

@@ -9,7 +9,7 @@ the tile, storing only what the graph needs. addmm becomes that product plus a p
 then fuses into it. One launch where the extern path took a B-pack, the product and the epilogue's kernel.
 Inductor fuses only pointwise epilogues into templates; a linear layer's bias gradient (the column sums of
 the output's gradient T, a reduction) is paired with its weight gradient mm(T.t(), X) by the device's
-post-grad pass (mark_row_sums) and computed in that product's kernel as the row sums of its A, a second
+post-grad pass (pair_layer_gradients) and computed in that product's kernel as the row sums of its A, a second
 output the kernel writes. The same pass pairs that weight gradient with the layer's input gradient mm(T, W)
 before it, and both products (and the row sums) are one launch (tuned_mm_group): the second product's
 work-groups follow the first's, and its tile is stored as it is. Where the tile's rows are whole vectors of
@@ -80,7 +80,7 @@ class GemmPlan:
     cols: int  # columns of C per tile
     pack: bool = False  # the nn form reads B through panels eager's pack makes (gemm.cl), launched before
     staged: bool = False  # ... or through its column tile's panel, staged in local memory by each work-group
-    row_sums: bool = False  # also A's row sums (a bias gradient: see mark_row_sums), by the first column tile
+    row_sums: bool = False  # also A's row sums (a bias gradient: see pair_layer_gradients), by the first column tile
 
     @property
     def groups_per_column(self) -> int:
@@ -197,17 +197,16 @@ def _template(plan: GemmPlan, a, b, grouped=None):
 
     device = a.get_device()
     layout = ir.FixedLayout(device, torch.float32, [plan.m, plan.n])
+    second_plan, a2, b2 = grouped if grouped is not None else (None, None, None)
     inputs, second, sums = [a, b], None, None
-    if grouped is not None:
-        second_plan, a2, b2 = grouped
+    if second_plan is not None:
         second = empty_strided([second_plan.m, second_plan.n], [second_plan.n, 1], dtype=torch.float32, device=device)
         inputs += [a2, b2, second.data.data]
-    summed = grouped[0] if grouped is not None else plan
+    summed = second_plan or plan  # the row sums are the weight gradient's: the grouped product's where there is one
     if summed.row_sums:
         sums = empty_strided([summed.m], [1], dtype=torch.float32, device=device)
         inputs.append(sums.data.data)
     mutated = [t.data.data for t in (second, sums) if t is not None]
-    second_plan = grouped[0] if grouped is not None else None
 
     def make_kernel_render(template_node, hint_override=None):
         return OpenCLGemmKernel(plan, second_plan), lambda: None
@@ -232,7 +231,7 @@ GROUPED = "opencl_grouped"  # FX meta of an input gradient's mm T @ W: the weigh
 GROUPED_INTO = "opencl_grouped_into"  # FX meta of that weight gradient's mm: the input gradient's
 
 
-def mark_row_sums(graph) -> None:
+def pair_layer_gradients(graph) -> None:
     """Pairs each product mm(T.t(), X) with a sum(T, [0]) after it: a linear layer's weight gradient and its
     bias gradient, both reading the output gradient T. The lowering of the pair computes the sum in the
     product's kernel (T's columns are A's rows), where it was a reduction kernel of its own over T. It also
@@ -511,8 +510,9 @@ class OpenCLGemmKernel(OpenCLKernel):
 
 
 def install(lowering) -> None:
-    """mm and addmm of opencl tensors through the template where it takes them; a bias gradient's sum that
-    mark_row_sums paired with a product from that product's kernel."""
+    """mm and addmm of opencl tensors through the template where it takes them; the bias gradient's sum and
+    the weight gradient's mm that pair_layer_gradients paired with an earlier product, from that product's
+    kernel."""
     aten = torch.ops.aten
     mm_lowering, addmm_lowering = lowering.lowerings[aten.mm.default], lowering.lowerings[aten.addmm.default]
     sum_lowering = lowering.lowerings[aten.sum.dim_IntList]
@@ -533,7 +533,7 @@ def install(lowering) -> None:
                 return computed("grouped")[node]
             sums_node, weight_gradient = node.meta.get(ROW_SUMS), node.meta.get(GROUPED)
             if weight_gradient is not None and weight_gradient.args[1] in V.graph.env:
-                # mat1 is T; the weight gradient is T.t() @ X, X lowered before this node (mark_row_sums).
+                # mat1 is T; the weight gradient is T.t() @ X, X lowered before this node (pair_layer_gradients).
                 wg_sums = weight_gradient.meta.get(ROW_SUMS)
                 out = tuned_mm_group(mat1, mat2, lowering.lowerings[aten.permute.default](mat1, [1, 0]),
                                      V.graph.env[weight_gradient.args[1]], row_sums=wg_sums is not None)
