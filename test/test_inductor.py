@@ -5,7 +5,9 @@ Each compiled graph costs Inductor's compile time (seconds on a 2-core machine) 
 "forms" run again under TORCH_OPENCL_KERNEL_CLASS=gpu (scripts/test.sh), for the GPU-shaped kernels.
 """
 import copy
+import functools
 import itertools
+import math
 import os
 import subprocess
 import sys
@@ -431,6 +433,31 @@ def test_combo_kernels_forms():
     assert len(names) == (1 if cpu_form else 4) and names[-1].startswith("opencl_combo"), names
 
 
+def test_independent_kernels_share_a_launch_by_default_forms(monkeypatch):
+    """Without config.combo_kernels, the independent kernels of an opencl graph are combined (combo.py): ten
+    row sums and a view of each input, one level of the graph, are one launch (Inductor's own grouping
+    takes 8 nodes at a time, views included, before it drops what cannot be combined); with
+    combo.enabled = False they are ten."""
+    from torch_opencl._inductor import combo
+
+    xs = [torch.randn(37, 8 + i) for i in range(10)]  # (rows under 8 would be unrolled: pointwise kernels)
+
+    def fn(xs):
+        return [x.sum(1) for x in xs] + [x.t() for x in xs]
+
+    dev = [x.to(DEV) for x in xs]
+    for enabled, launches in ((True, 1), (False, 10)):
+        monkeypatch.setattr(combo, "enabled", enabled)
+        torch._dynamo.reset()
+        compiled = torch.compile(fn)
+        with inductor_config.patch(fx_graph_cache=False):
+            compiled(dev)
+        with native_only(), launched_kernels() as names:
+            got = compiled(dev)
+        assert_close(got, fn(xs))
+        assert len(names) == launches, names
+
+
 def test_compiled_optimizer_step_matches_eager_forms():
     """clip_grad_norm_ + AdamW.step compiled: the parameters eager's foreach step gives, the per-parameter
     updates in combined kernels rather than one kernel a parameter."""
@@ -458,15 +485,58 @@ def test_compiled_optimizer_step_matches_eager_forms():
             torch.opencl.synchronize()
         finally:
             torch.opencl._C._record_kernel_names(False)
-        names = [n for n in torch.opencl._C._recorded_kernel_names() if n.startswith("opencl_")]
+        names = list(torch.opencl._C._recorded_kernel_names())
         return [p.detach().cpu() for p in model.parameters()], names
 
     with native_only():
         eager, _ = run(False)
         compiled, names = run(True)
     torch.testing.assert_close(compiled, eager, rtol=1e-5, atol=1e-6)
-    # The clip's scaling and the Adam update each one kernel for the four parameters.
-    assert sum(n.startswith("opencl_combo") for n in names) == 2 and not any("_poi_" in n for n in names), names
+    # Four launches for the four parameters: the partial norms of all of them (foreach_norm.py), the total
+    # norm, the clip's scaling, the Adam update; eager's _foreach_norm kernels are not called.
+    assert len(names) == 4 and sum(n.startswith("opencl_combo") for n in names) == 3, names
+    assert sum(n.startswith("opencl_red") for n in names) == 1, names
+
+
+def test_foreach_norm_generated_forms():
+    """_foreach_norm compiled (foreach_norm.py): the norms CPU gives for orders 2, 1 and inf, of tensors of one
+    element, of sizes that do not divide into its rows, of one larger than all its rows together, of a
+    transposed one; the partial norms of every tensor one launch. Orders, dtypes and lists it does not take
+    give eager's norms."""
+    sizes = [(1,), (3,), (17, 5), (300, 70), (8193,), (2, 3, 7), (600, 1000)]
+    xs = [torch.randn(s) for s in sizes] + [torch.randn(50, 40).t()]
+    dtypes = [torch.float32] + ([torch.float64] if torch.opencl.get_device_properties(0).fp64 else [])
+    for order, dtype in itertools.product((2, 1, math.inf), dtypes):
+        torch._dynamo.reset()
+        # (The reference sums in float64: CPU's float32 norm of 600000 elements is off by 5e-6 of it, ours by 1e-7.)
+        want = [n.to(dtype) for n in torch._foreach_norm([x.double() for x in xs], order)]
+        dev = [x.to(dtype).to(DEV) for x in xs]
+        compiled = torch.compile(lambda xs: torch._foreach_norm(xs, order))
+        compiled(dev)
+        with native_only(), launched_kernels() as names:
+            got = compiled(dev)
+        assert_close(list(got), want, rtol=1e-5, atol=1e-5)
+        # One launch of partial norms, then the norms read out of them (a combined kernel of pointwise ones).
+        assert names[0].startswith("opencl_combo") and not any("foreach_norm" in n for n in names), names
+    # NaN in a tensor: its norm is NaN for each order, as on CPU.
+    nan = [torch.tensor([1.0, float("nan"), 2.0]), torch.ones(20000)]
+    for order in (2, 1, math.inf):
+        torch._dynamo.reset()
+        got = torch.compile(lambda xs: torch._foreach_norm(xs, order))([x.to(DEV) for x in nan])
+        assert_close(list(got), torch._foreach_norm(nan, order))  # (NaN equals NaN here)
+    # Left to eager's kernels: order 3, another output dtype, more tensors than MAX_TENSORS.
+    from torch_opencl._inductor import foreach_norm
+
+    many = [torch.randn(4) for _ in range(foreach_norm.MAX_TENSORS + 1)]
+    for fn, args in ((lambda xs: torch._foreach_norm(xs, 3), xs),
+                     (lambda xs: torch._foreach_norm(xs, 2, dtype=torch.float64), xs[:3]),
+                     (lambda xs: torch._foreach_norm(xs), many)):
+        torch._dynamo.reset()
+        with launched_kernels() as names:
+            got = torch.compile(fn)([x.to(DEV) for x in args])
+        want = [n.to(g.dtype) for n, g in zip(fn([x.double() for x in args]), got)]
+        assert_close(list(got), want, rtol=1e-5, atol=1e-5)
+        assert names and not any(n.startswith("opencl_") for n in names), names  # eager's kernels alone
 
 
 def test_inplace_and_mutated_inputs():
@@ -576,21 +646,28 @@ def test_random_ops():
 
 
 def test_small_cat_of_many_inputs_is_one_kernel_forms():
-    """A stack of many small extern results (a compiled clip_grad_norm_'s per-parameter norms) is one kernel
-    (_inductor/lowerings.py), not one copy launch per input; a large cat of many inputs stays Inductor's."""
+    """A stack of many small extern results (per-tensor norms of an order _foreach_norm's lowering leaves to
+    ATen) is one kernel (_inductor/lowerings.py), not one copy launch per input; a large cat of many inputs
+    stays Inductor's. The 2-norms clip_grad_norm_ stacks are generated: two launches in all, the partial
+    norms of every tensor (foreach_norm.py) and the stack, which reads them."""
 
-    def norms(xs):
-        return torch.stack(torch._foreach_norm(xs))
+    def norms(xs, order):
+        return torch.stack(torch._foreach_norm(xs, order))
 
     xs = [torch.randn(5 + i, 3) for i in range(12)]
-    compiled = torch.compile(norms)
     dev = [x.to(DEV) for x in xs]
-    compiled(dev)
-    with launched_kernels() as names:
-        got = compiled(dev)
-    assert_close(got, norms(xs), rtol=1e-5, atol=1e-6)
-    generated = [n for n in names if n.startswith("opencl_")]
-    assert len(generated) == 1, names  # the stack; _foreach_norm is ATen's (its own launches)
+    for order in (3.0, 2.0):
+        torch._dynamo.reset()
+        compiled = torch.compile(functools.partial(norms, order=order))
+        compiled(dev)
+        with launched_kernels() as names:
+            got = compiled(dev)
+        assert_close(got, norms(xs, order), rtol=1e-5, atol=1e-6)
+        generated = [n for n in names if n.startswith("opencl_")]
+        if order == 3.0:
+            assert len(generated) == 1, names  # the stack; _foreach_norm is ATen's (its own launches)
+        else:
+            assert len(names) == 2 and names[0].startswith("opencl_combo"), names
 
     big = [torch.randn(600, 3) for _ in range(10)]  # 18000 elements: above the small-cat limit
     torch._dynamo.reset()

@@ -15,7 +15,7 @@ def register() -> None:
     from torch._dynamo.device_interface import register_interface_for_device
     from torch._inductor.codegen.common import register_backend_for_device, register_device_op_overrides
 
-    from . import choices, fallback, lowerings
+    from . import choices, combo, fallback, lowerings
     from .device_interface import OpenCLInterface
     from .scheduling import OpenCLScheduling
     from .wrapper import OpenCLDeviceOpOverrides, OpenCLPythonWrapperCodegen
@@ -26,6 +26,7 @@ def register() -> None:
         "opencl", OpenCLScheduling, OpenCLPythonWrapperCodegen, device_custom_pass=_codegen_version()
     )
     choices.install()
+    combo.install()
     lowerings.install()  # before fallback.install, which wraps every lowering
     fallback.install()
 
@@ -59,9 +60,9 @@ def _codegen_version():
             gemm.pair_layer_gradients(gm.graph)
 
         def uuid(self):
-            from . import gemm
+            from . import combo, gemm
 
-            return f"torch_opencl-{digest.hexdigest()}-gemm{int(gemm.enabled)}"
+            return f"torch_opencl-{digest.hexdigest()}-gemm{int(gemm.enabled)}-combo{int(combo.enabled)}"
 
     return CodegenVersion()
 

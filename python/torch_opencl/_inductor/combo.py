@@ -2,6 +2,11 @@
 step over every parameter, what config.combo_kernels groups) written as one OpenCL kernel, so they cost
 one launch.
 
+On by default for graphs whose kernels all run on opencl (`enabled`, installed by `install`): a launch costs
+more than the work of the small kernels a training step is made of (PoCL's dispatch of a launch across its
+threads, a GPU driver's enqueue), and Inductor's `config.combo_kernels` is global, off for the Triton devices,
+whose combined kernels it autotunes. Setting `config.combo_kernels` itself still turns them on everywhere.
+
 Each sub-kernel is generated as it would be alone (kernel.py), then its parameters are renamed apart
 (a buffer that several sub-kernels use becomes one parameter) and its body is placed in the combined
 kernel by the device's form:
@@ -21,6 +26,8 @@ from torch._inductor.codegen.common import IndentedBuffer
 from torch._inductor.virtualized import V
 
 from .kernel import KERNEL_NAME_PLACEHOLDER, OpenCLKernel, Param, declare
+
+enabled = True  # part of the code generator's cache key (_inductor/__init__.py)
 
 _LOCAL_ARRAY = re.compile(r"__local\s+\w+\s+(\w+)\[")
 
@@ -149,3 +156,61 @@ class OpenCLComboKernel:
         V.graph.wrapper_code.generate_kernel_call(
             name, args, device=V.graph.get_current_device_or_throw(), triton=False
         )
+
+
+def _opencl_graph(graph) -> bool:
+    types = set(getattr(graph, "device_types", ()) or ())
+    return "opencl" in types and types <= {"opencl", "cpu"}
+
+
+def install() -> None:
+    """Inductor's combo kernels for the graphs of opencl devices: the scheduler groups independent kernels
+    (config.combo_kernels read where GraphLowering makes its scheduler), our scheduling writes each group
+    as one kernel (OpenCLScheduling.codegen_combo_kernel). Graphs of other devices are left as they are."""
+    from torch._inductor import config
+    from torch._inductor.graph import GraphLowering
+
+    make_scheduler = GraphLowering._update_scheduler
+    if getattr(make_scheduler, "_opencl", False):
+        return
+
+    def _update_scheduler(self) -> None:
+        if enabled and not config.combo_kernels and _opencl_graph(self):
+            with config.patch(combo_kernels=True):
+                return make_scheduler(self)
+        return make_scheduler(self)
+
+    _update_scheduler._opencl = True  # type: ignore[attr-defined]
+    GraphLowering._update_scheduler = _update_scheduler
+
+    from torch._inductor.scheduler import ForeachKernelSchedulerNode
+
+    group = ForeachKernelSchedulerNode.group_algorithm_for_combo_kernels
+    if not getattr(group, "_opencl", False):
+        ForeachKernelSchedulerNode.set_group_algorithm_for_combo_kernels(_groups_of(group))
+
+
+def _groups_of(inductors):
+    """Inductor's grouping cuts each topological level of a graph into groups of
+    config.combo_kernel_max_num_nodes (8) nodes before it drops those that cannot be combined (views, extern
+    calls, templates): a level of one kernel and seven views stays one kernel. For opencl graphs a level's
+    kernels that can be combined are one group, however many (codegen_combo_kernel splits it where the
+    device's parameter space ends): the transformer's backward's embedding gradients' zero fill shares
+    the loss gradient's launch, and clip_grad_norm_'s partial norms of 30 parameters (foreach_norm.py) are
+    one launch, not four."""
+    def groups(scheduler):
+        from torch._inductor.scheduler import ForeachKernelSchedulerNode
+
+        devices = {n.get_device().type for n in scheduler.nodes if n.get_device() is not None}
+        if "opencl" not in devices or not devices <= {"opencl", "cpu"}:
+            return inductors(scheduler)
+        out = []
+        for level in scheduler._topological_sort_nodes():
+            on_opencl = [n for n in level if n.get_device() is not None and n.get_device().type == "opencl"]
+            nodes = ForeachKernelSchedulerNode.combinable_nodes(on_opencl)
+            if nodes:
+                out.append(nodes)
+        return out
+
+    groups._opencl = True  # type: ignore[attr-defined]
+    return staticmethod(groups)

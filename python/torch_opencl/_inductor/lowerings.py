@@ -7,6 +7,8 @@ small transformer, more than the rest of the clip and the optimizer step togethe
 (SMALL_CAT_NUMEL elements or fewer, static sizes) one kernel that takes each element from its input
 (Inductor's pointwise_cat) does the same in one launch.
 
+`_foreach_norm`: generated, its partial norms one kernel for all tensors (foreach_norm.py).
+
 Matrix products of float32 on CPU-class devices: a template with their epilogues fused (gemm.py).
 
 Atomic adds (index_put with accumulate, index_add, scatter_add): generated kernels add to every element type
@@ -19,7 +21,7 @@ import math
 import sympy
 import torch
 
-from . import gemm
+from . import foreach_norm, gemm
 
 SMALL_CAT_NUMEL = 4096
 
@@ -87,6 +89,7 @@ def install() -> None:
 
     _install_atomic_add_limits(lowering)
     gemm.install(lowering)
+    foreach_norm.install()
 
     for overload in (torch.ops.aten.cat.default,):
         inductors = lowering.lowerings.get(overload)
