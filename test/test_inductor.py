@@ -539,6 +539,40 @@ def test_foreach_norm_generated_forms():
         assert names and not any(n.startswith("opencl_") for n in names), names  # eager's kernels alone
 
 
+def test_random_seeds_drawn_on_the_host_forms():
+    """A compiled graph's random ops take their seeds by value, drawn from the device generator on the
+    host (seeds.py): no launch draws them, the generator advances as Inductor's randint on the device would
+    advance it, torch.manual_seed repeats a run, and two random ops in one kernel draw different numbers."""
+    def fn(x):
+        return F.dropout(x.relu(), 0.5, training=True) + torch.rand_like(x)
+
+    x = torch.randn(64, 48, device=DEV)
+    compiled = torch.compile(fn)
+    torch.manual_seed(3)
+    first = compiled(x)
+    with launched_kernels() as names:
+        torch.manual_seed(3)
+        state = torch.opencl.get_rng_state()
+        again = compiled(x)
+        after = torch.opencl.get_rng_state()
+    assert torch.equal(first.cpu(), again.cpu())
+    assert not any("random" in n for n in names) and len(names) == 1, names
+    # Two seeds: one Philox block of the device generator (four 32-bit words), as eager's randint of 2 int64s.
+    torch.opencl.set_rng_state(state)
+    torch.randint(-(2**63), 2**63 - 1, (2,), device=DEV)
+    assert torch.equal(torch.opencl.get_rng_state(), after)
+    torch.manual_seed(4)
+    other = compiled(x).cpu()
+    assert not torch.equal(other, first.cpu())
+    # Two random ops of one kernel take two seeds: different numbers.
+    torch._dynamo.reset()
+    both = torch.compile(lambda x: torch.stack([torch.rand_like(x), torch.rand_like(x)]))
+    both(x)
+    with launched_kernels() as names:
+        u, v = both(x).cpu()
+    assert len(names) == 1 and not torch.equal(u, v) and abs(u.mean() - 0.5) < 0.02 and abs(v.mean() - 0.5) < 0.02
+
+
 def test_inplace_and_mutated_inputs():
     def fn(x, y):
         x.add_(1)  # a mutated graph input

@@ -54,6 +54,7 @@ from torch.utils._sympy.functions import FloorDiv, ModularIndexing
 from torch.utils._ordered_set import OrderedSet
 from torch.utils._sympy.printers import PythonPrinter
 
+from . import seeds
 from .overrides import OpenCLOverrides, Unsupported, compute_type, highest, literal, lowest, storage_type
 from .printer import cexpr
 from .vectors import WIDTH, vector_body
@@ -204,6 +205,7 @@ class OpenCLKernel(SIMDKernel):
         self.acc_ids = itertools.count()
         self.uses_fp64 = False
         self.scalar_args: OrderedSet[str] = OrderedSet()  # 0-d CPU tensors, passed by value
+        self.host_seed_params: dict[tuple[str, int], str] = {}  # (seeds buffer, index) -> parameter (seeds.py)
         self.hoisted = IndentedBuffer()  # CPU form: computed once per work-item, before the output loop
         self.variant_vars: set[str] = set()  # CSE variables that depend on the output or reduction index
         self.rng_memos = itertools.count()
@@ -280,6 +282,10 @@ class OpenCLKernel(SIMDKernel):
         return device is not None and device.type == "cpu" and list(buf.get_size()) == []
 
     def load(self, name: str, index: sympy.Expr):
+        if isinstance(index, sympy.Integer) and seeds.is_host_seeds(name):
+            # A random op's seed, drawn on the host (seeds.py): by value, as eager's kernels take theirs.
+            param = self.host_seed_params.setdefault((name, int(index)), f"seed{len(self.host_seed_params)}")
+            return self.cse.generate(self.loads, param, dtype=torch.int64)
         var = self.args.input(name)
         if self._is_cpu_scalar(name):
             self.scalar_args.add(name)
@@ -740,6 +746,8 @@ class OpenCLKernel(SIMDKernel):
                 params.append(Param(inner.name, str(outer), storage_type(arg.dtype), pointer=True, writes=writes))
             else:
                 raise Unsupported(f"kernel argument {arg}")
+        for (buffer, index), param in self.host_seed_params.items():
+            params.append(Param(param, f"{buffer}[{index}].item()", "long"))
         if self.uses_index_errors:
             device = V.graph.get_current_device_or_throw()
             wrapper = V.graph.wrapper_code

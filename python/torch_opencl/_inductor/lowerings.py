@@ -7,6 +7,8 @@ small transformer, more than the rest of the clip and the optimizer step togethe
 (SMALL_CAT_NUMEL elements or fewer, static sizes) one kernel that takes each element from its input
 (Inductor's pointwise_cat) does the same in one launch.
 
+Random ops' seeds: drawn on the host, each kernel takes its seeds by value (seeds.py).
+
 `_foreach_norm`: generated, its partial norms one kernel for all tensors (foreach_norm.py).
 
 Matrix products of float32 on CPU-class devices: a template with their epilogues fused (gemm.py).
@@ -21,7 +23,7 @@ import math
 import sympy
 import torch
 
-from . import foreach_norm, gemm
+from . import foreach_norm, gemm, seeds
 
 SMALL_CAT_NUMEL = 4096
 
@@ -90,6 +92,7 @@ def install() -> None:
     _install_atomic_add_limits(lowering)
     gemm.install(lowering)
     foreach_norm.install()
+    seeds.install()
 
     for overload in (torch.ops.aten.cat.default,):
         inductors = lowering.lowerings.get(overload)

@@ -36,6 +36,7 @@ class OpenCLPythonWrapperCodegen(PythonWrapperCodegen):
         super().write_header()
         self.imports.writeline("from torch_opencl._inductor.runtime import GraphProgram")
         self.imports.writeline("from torch_opencl._C import _gemm_pack_b as opencl_gemm_pack_b")
+        self.imports.writeline("from torch_opencl._C import _philox_seeds as opencl_philox_seeds")  # seeds.py
         self.header.writeline("opencl_program = GraphProgram()")
 
     def index_errors_buffer(self, device: torch.device) -> str:

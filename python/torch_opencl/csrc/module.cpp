@@ -1,6 +1,7 @@
 // torch_opencl._C: the Python face of the runtime, the allocator and the fallback.
 // Loading it loads libtorch_opencl, whose static initialisers register the
 // device guard, hooks, allocator, kernels and fallback with the dispatcher.
+#include <ATen/core/PhiloxRNGEngine.h>
 #include <torch/csrc/Event.h>
 #include <torch/csrc/Generator.h>
 #include <torch/extension.h>
@@ -24,6 +25,7 @@
 #include "runtime/stream.h"
 
 #include <CL/cl.h>
+#include <limits>
 #include <clblast.h>
 
 namespace py = pybind11;
@@ -295,6 +297,32 @@ PYBIND11_MODULE(_C, m) {
   m.def("_default_generator", [](int device) {
     return py::reinterpret_steal<py::object>(
         THPGenerator_initDefaultGenerator(torch_opencl::default_generator(static_cast<c10::DeviceIndex>(device))));
+  });
+
+  // Seeds for a compiled graph's random ops (_inductor/seeds.py), as a CPU tensor: what Inductor's
+  // randint(-2^63, 2^63 - 1, [count]) on the device would draw (random_range64: two Philox words a value,
+  // the same blocks of the device generator, which advances past them), without a launch.
+  m.def("_philox_seeds", [](int device, int64_t count) {
+    TORCH_CHECK(count >= 0, "_philox_seeds: count must be >= 0, got ", count);
+    auto* impl = at::check_generator<torch_opencl::OpenCLGeneratorImpl>(
+        torch_opencl::default_generator(static_cast<c10::DeviceIndex>(device)));
+    const uint64_t blocks = (static_cast<uint64_t>(count) + 1) / 2;
+    uint64_t seed = 0, offset = 0;
+    {
+      std::lock_guard<std::mutex> lock(impl->mutex_);
+      seed = impl->current_seed();
+      offset = impl->advance(4 * blocks);
+    }
+    auto out = at::empty({count}, at::kLong);
+    auto* words = out.data_ptr<int64_t>();
+    at::Philox4_32 engine(seed, 0, (offset + 3) / 4);  // block-aligned, as eager's draws
+    constexpr uint64_t kRange = std::numeric_limits<uint64_t>::max();  // 2^63 - 1 - (-2^63)
+    for (int64_t i = 0; i < count; ++i) {
+      const uint64_t lo = engine(), hi = engine();
+      const uint64_t draw = lo | (hi << 32);
+      words[i] = static_cast<int64_t>(static_cast<uint64_t>(std::numeric_limits<int64_t>::min()) + draw % kRange);
+    }
+    return out;
   });
 
   m.def("_fallback_stats", [] { return torch_opencl::fallback_stats(); });

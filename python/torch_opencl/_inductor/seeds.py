@@ -1,0 +1,93 @@
+"""The seeds of a graph's random ops (dropout, rand_like, ...) come from the host, as eager's do.
+
+Inductor draws one seed per random op of a graph per run: `aten.randint` into a device buffer (a kernel
+launch of its own, before every kernel that uses one), which the kernels then load. Eager's random
+kernels take the generator's seed and offset as arguments instead. Here the seeds are drawn the same
+way on the host (`_C._philox_seeds`: Philox blocks of the device's generator, which it advances, so
+torch.manual_seed makes a compiled run repeat), into a CPU tensor, and each kernel that uses seed i takes
+it by value (OpenCLKernel.load, a constant index into a CPU buffer): one launch fewer per step of a
+model with dropout, and nothing to copy.
+"""
+from __future__ import annotations
+
+import torch
+
+KERNEL_NAME = "opencl_philox_seeds"  # as the wrapper imports it (wrapper.py)
+
+
+def _host_seeds_node():
+    from torch._inductor import ir
+
+    class HostSeeds(ir.ExternKernelAlloc):
+        """`count` seeds for random ops on opencl device `index`, a CPU int64 tensor the wrapper draws."""
+
+        def __init__(self, count: int, device: torch.device) -> None:
+            super().__init__(
+                layout=ir.FixedLayout(torch.device("cpu"), torch.int64, [count]),
+                inputs=[],
+                constant_args=[device.index or 0, count],
+                python_kernel_name=KERNEL_NAME,
+            )
+            self.opencl_device = device
+
+        def has_side_effects(self) -> bool:
+            return False
+
+    return HostSeeds
+
+
+_HostSeeds = None
+
+
+def is_host_seeds(name: str) -> bool:
+    from torch._inductor.virtualized import V
+
+    buf = V.graph.try_get_buffer(name)
+    return _HostSeeds is not None and isinstance(buf, _HostSeeds)
+
+
+def _seeds(count, device):
+    """Lowering of inductor_prims.seeds: host seeds for an opencl device (None: Inductor's own)."""
+    from torch._inductor import ir
+    from torch._inductor.lowering import decode_device
+
+    device = decode_device(device)
+    if device.type != "opencl":
+        return None
+    return ir.TensorBox.create(_HostSeeds(count, device))
+
+
+def _lookup_seed(seeds, index):
+    """Lowering of inductor_prims.lookup_seed over host seeds: the seed as a value of the opencl device,
+    so that the random op that reads it is computed there (Inductor's own puts it on the seeds' device)."""
+    from torch._inductor import ir
+    from torch._inductor.virtualized import ops
+
+    data = seeds.data.data if isinstance(seeds, ir.TensorBox) and isinstance(seeds.data, ir.StorageBox) else None
+    if not isinstance(data, _HostSeeds):
+        return None
+    name = data.get_name()
+    return ir.Pointwise.create(device=data.opencl_device, dtype=torch.int64,
+                               inner_fn=lambda _: ops.load_seed(name, index), ranges=[])
+
+
+def install() -> None:
+    from torch._inductor import inductor_prims, lowering
+
+    global _HostSeeds
+    if _HostSeeds is None:
+        _HostSeeds = _host_seeds_node()
+    for op, ours in ((inductor_prims.seeds, _seeds), (inductor_prims.lookup_seed, _lookup_seed)):
+        op = getattr(op, "default", op)
+        previous = lowering.user_lowerings.get(op)
+        if getattr(previous, "_opencl", False):
+            continue
+
+        def lower(*args, _ours=ours, _previous=previous, **kwargs):
+            out = _ours(*args, **kwargs)
+            if out is None and _previous is not None:
+                return _previous(*args, **kwargs)
+            return out
+
+        lower._opencl = True  # type: ignore[attr-defined]
+        lowering.user_lowerings[op] = lower
