@@ -505,17 +505,19 @@ def test_foreach_norm_generated_forms():
     give eager's norms."""
     sizes = [(1,), (3,), (17, 5), (300, 70), (8193,), (2, 3, 7), (600, 1000)]
     xs = [torch.randn(s) for s in sizes] + [torch.randn(50, 40).t()]
-    dtypes = [torch.float32] + ([torch.float64] if torch.opencl.get_device_properties(0).fp64 else [])
+    dtypes = [torch.float32, torch.float16, torch.bfloat16] + (
+        [torch.float64] if torch.opencl.get_device_properties(0).fp64 else [])
     for order, dtype in itertools.product((2, 1, math.inf), dtypes):
         torch._dynamo.reset()
         # (The reference sums in float64: CPU's float32 norm of 600000 elements is off by 5e-6 of it, ours by 1e-7.)
-        want = [n.to(dtype) for n in torch._foreach_norm([x.double() for x in xs], order)]
+        want = [n.to(dtype) for n in torch._foreach_norm([x.to(dtype).double() for x in xs], order)]
         dev = [x.to(dtype).to(DEV) for x in xs]
+        tol = {torch.float16: 1e-3, torch.bfloat16: 1e-2}.get(dtype, 1e-5)  # the norm rounded to dtype
         compiled = torch.compile(lambda xs: torch._foreach_norm(xs, order))
         compiled(dev)
         with native_only(), launched_kernels() as names:
             got = compiled(dev)
-        assert_close(list(got), want, rtol=1e-5, atol=1e-5)
+        assert_close(list(got), want, rtol=tol, atol=tol)
         # One launch of partial norms, then the norms read out of them (a combined kernel of pointwise ones).
         assert names[0].startswith("opencl_combo") and not any("foreach_norm" in n for n in names), names
     # NaN in a tensor: its norm is NaN for each order, as on CPU.
