@@ -575,6 +575,27 @@ def test_random_seeds_drawn_on_the_host_forms():
     assert len(names) == 1 and not torch.equal(u, v) and abs(u.mean() - 0.5) < 0.02 and abs(v.mean() - 0.5) < 0.02
 
 
+def test_checkpointed_dropout_recomputes_the_forward_mask_forms():
+    """A checkpointed dropout compiled: the backward recomputes the mask from the seeds the forward saved
+    (there they stay a device tensor Inductor draws, seeds.py), so the input's gradient goes through the
+    elements the forward kept."""
+    from torch.utils.checkpoint import checkpoint
+
+    lin = nn.Linear(8, 8).to(DEV)
+
+    def block(x):
+        return F.dropout(lin(x).relu(), 0.5, training=True)
+
+    x = torch.randn(64, 8, device=DEV, requires_grad=True)
+    out = torch.compile(lambda x: checkpoint(block, x, use_reentrant=False))(x)
+    out.sum().backward()
+    kept = (out != 0).float()
+    with torch.no_grad():
+        want = (kept * 2 * (lin(x) > 0).float()) @ lin.weight
+    assert 0.15 < kept.mean().item() < 0.35  # half the ReLU's outputs are 0, half of the rest dropped
+    assert_close(x.grad, want.cpu())
+
+
 def test_inplace_and_mutated_inputs():
     def fn(x, y):
         x.add_(1)  # a mutated graph input

@@ -6,7 +6,9 @@ kernels take the generator's seed and offset as arguments instead. Here the seed
 way on the host (`_C._philox_seeds`: Philox blocks of the device's generator, which it advances, so
 torch.manual_seed makes a compiled run repeat), into a CPU tensor, and each kernel that uses seed i takes
 it by value (OpenCLKernel.load, a constant index into a CPU buffer): one launch fewer per step of a
-model with dropout, and nothing to copy.
+model with dropout, and nothing to copy. Seeds that leave their graph (the forward saves them for a
+checkpointed dropout's recompute in the backward, whose signature says a device tensor) stay Inductor's
+device draw.
 """
 from __future__ import annotations
 
@@ -46,13 +48,25 @@ def is_host_seeds(name: str) -> bool:
     return _HostSeeds is not None and isinstance(buf, _HostSeeds)
 
 
+def _only_read_here() -> bool:
+    """Whether the seeds node being lowered is read by this graph's seed lookups only. Seeds that leave the
+    graph (saved by the forward for a checkpointed dropout's recompute in the backward) are a device
+    tensor in the graphs' signature, so they stay Inductor's own."""
+    from torch._inductor import inductor_prims
+    from torch._inductor.virtualized import V
+
+    node = V.graph.current_node
+    lookup = getattr(inductor_prims.lookup_seed, "default", inductor_prims.lookup_seed)
+    return node is not None and all(user.target is lookup for user in node.users)
+
+
 def _seeds(count, device):
     """Lowering of inductor_prims.seeds: host seeds for an opencl device (None: Inductor's own)."""
     from torch._inductor import ir
     from torch._inductor.lowering import decode_device
 
     device = decode_device(device)
-    if device.type != "opencl":
+    if device.type != "opencl" or not _only_read_here():
         return None
     return ir.TensorBox.create(_HostSeeds(count, device))
 
