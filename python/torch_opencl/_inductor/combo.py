@@ -201,8 +201,7 @@ def _groups_of(inductors):
     def groups(scheduler):
         from torch._inductor.scheduler import ForeachKernelSchedulerNode
 
-        devices = {n.get_device().type for n in scheduler.nodes if n.get_device() is not None}
-        if "opencl" not in devices or not devices <= {"opencl", "cpu"}:
+        if not _opencl_graph(V.graph):
             return inductors(scheduler)
         out = []
         for level in scheduler._topological_sort_nodes():

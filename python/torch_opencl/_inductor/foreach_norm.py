@@ -148,20 +148,3 @@ def foreach_norm(tensors, ord=2, dtype=None):
     partials = [_partials(x, order, acc) for x in tensors]
     return [_norm(part, parts, order, kind) for part, parts in partials]
 
-
-def install() -> None:
-    from torch._inductor import lowering
-
-    op = torch.ops.aten._foreach_norm.Scalar
-    previous = lowering.user_lowerings.get(op)
-    if getattr(previous, "_opencl", False):
-        return
-
-    def lower(*args, **kwargs):
-        out = foreach_norm(*args, **kwargs)
-        if out is None and previous is not None:
-            return previous(*args, **kwargs)
-        return out
-
-    lower._opencl = True  # type: ignore[attr-defined]
-    lowering.user_lowerings[op] = lower

@@ -86,13 +86,31 @@ def _install_atomic_add_limits(lowering) -> None:
     lowering.use_scatter_fallback = scatter_fallback_for_opencl
 
 
+def _prefer(lowering, op, ours) -> None:
+    """`ours` as an Inductor user lowering of `op` (consulted before Inductor's own lowering): where it returns
+    None (not an opencl case it takes), a user lowering registered before it, else Inductor's, lowers the op."""
+    previous = lowering.user_lowerings.get(op)
+    if getattr(previous, "_opencl", False):
+        return
+
+    def lower(*args, **kwargs):
+        out = ours(*args, **kwargs)
+        if out is None and previous is not None:
+            return previous(*args, **kwargs)
+        return out
+
+    lower._opencl = True  # type: ignore[attr-defined]
+    lowering.user_lowerings[op] = lower
+
+
 def install() -> None:
-    from torch._inductor import lowering
+    from torch._inductor import inductor_prims, lowering
 
     _install_atomic_add_limits(lowering)
     gemm.install(lowering)
-    foreach_norm.install()
-    seeds.install()
+    _prefer(lowering, torch.ops.aten._foreach_norm.Scalar, foreach_norm.foreach_norm)
+    _prefer(lowering, inductor_prims.seeds, seeds.lower_seeds)
+    _prefer(lowering, inductor_prims.lookup_seed, seeds.lower_lookup_seed)
 
     for overload in (torch.ops.aten.cat.default,):
         inductors = lowering.lowerings.get(overload)

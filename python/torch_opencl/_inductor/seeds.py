@@ -12,12 +12,16 @@ device draw.
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 
 KERNEL_NAME = "opencl_philox_seeds"  # as the wrapper imports it (wrapper.py)
 
 
+@functools.lru_cache(None)
 def _host_seeds_node():
+    """The IR node class (made on first use: importing Inductor's ir is not free)."""
     from torch._inductor import ir
 
     class HostSeeds(ir.ExternKernelAlloc):
@@ -38,14 +42,10 @@ def _host_seeds_node():
     return HostSeeds
 
 
-_HostSeeds = None
-
-
 def is_host_seeds(name: str) -> bool:
     from torch._inductor.virtualized import V
 
-    buf = V.graph.try_get_buffer(name)
-    return _HostSeeds is not None and isinstance(buf, _HostSeeds)
+    return isinstance(V.graph.try_get_buffer(name), _host_seeds_node())
 
 
 def _only_read_here() -> bool:
@@ -56,11 +56,10 @@ def _only_read_here() -> bool:
     from torch._inductor.virtualized import V
 
     node = V.graph.current_node
-    lookup = getattr(inductor_prims.lookup_seed, "default", inductor_prims.lookup_seed)
-    return node is not None and all(user.target is lookup for user in node.users)
+    return node is not None and all(user.target is inductor_prims.lookup_seed for user in node.users)
 
 
-def _seeds(count, device):
+def lower_seeds(count, device):
     """Lowering of inductor_prims.seeds: host seeds for an opencl device (None: Inductor's own)."""
     from torch._inductor import ir
     from torch._inductor.lowering import decode_device
@@ -68,40 +67,19 @@ def _seeds(count, device):
     device = decode_device(device)
     if device.type != "opencl" or not _only_read_here():
         return None
-    return ir.TensorBox.create(_HostSeeds(count, device))
+    return ir.TensorBox.create(_host_seeds_node()(count, device))
 
 
-def _lookup_seed(seeds, index):
+def lower_lookup_seed(seeds, index):
     """Lowering of inductor_prims.lookup_seed over host seeds: the seed as a value of the opencl device,
     so that the random op that reads it is computed there (Inductor's own puts it on the seeds' device)."""
     from torch._inductor import ir
     from torch._inductor.virtualized import ops
 
     data = seeds.data.data if isinstance(seeds, ir.TensorBox) and isinstance(seeds.data, ir.StorageBox) else None
-    if not isinstance(data, _HostSeeds):
+    if not isinstance(data, _host_seeds_node()):
         return None
     name = data.get_name()
     return ir.Pointwise.create(device=data.opencl_device, dtype=torch.int64,
                                inner_fn=lambda _: ops.load_seed(name, index), ranges=[])
 
-
-def install() -> None:
-    from torch._inductor import inductor_prims, lowering
-
-    global _HostSeeds
-    if _HostSeeds is None:
-        _HostSeeds = _host_seeds_node()
-    for op, ours in ((inductor_prims.seeds, _seeds), (inductor_prims.lookup_seed, _lookup_seed)):
-        op = getattr(op, "default", op)
-        previous = lowering.user_lowerings.get(op)
-        if getattr(previous, "_opencl", False):
-            continue
-
-        def lower(*args, _ours=ours, _previous=previous, **kwargs):
-            out = _ours(*args, **kwargs)
-            if out is None and _previous is not None:
-                return _previous(*args, **kwargs)
-            return out
-
-        lower._opencl = True  # type: ignore[attr-defined]
-        lowering.user_lowerings[op] = lower
