@@ -35,6 +35,9 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
 at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst);
 c10::Scalar local_scalar_dense(const at::Tensor& self);
 
+// shallow_copy.cpp
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from);
+
 // fill.cpp
 at::Tensor& fill_scalar_(at::Tensor& self, const c10::Scalar& value);
 at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value);

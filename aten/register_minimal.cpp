@@ -1,5 +1,5 @@
 // Registration of the minimum operator set: the list only; kernels live in
-// tensor_factories.cpp, views.cpp, copy.cpp and fill.cpp; view_as_real, view_as_complex and unfold
+// tensor_factories.cpp, views.cpp, copy.cpp, fill.cpp and shallow_copy.cpp; view_as_real, view_as_complex and unfold
 // are ATen's own device-generic views (metadata over the same storage).
 #include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_as_complex_native.h>
@@ -30,6 +30,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill_.Scalar", TORCH_FN(fill_scalar_));
   m.impl("fill_.Tensor", TORCH_FN(fill_tensor_));
   m.impl("zero_", TORCH_FN(zero_));
+  m.impl("_has_compatible_shallow_copy_type", TORCH_FN(has_compatible_shallow_copy_type));
 }
 
 }  // namespace torch_opencl
