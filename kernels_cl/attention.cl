@@ -104,8 +104,13 @@ inline T score_local(const T *qs, __local const T *kr, int dims, T bias_v) {
 #define ONLINE_STEP(s, Z, n, VROW, VSD)                                 \
   {                                                                     \
     T cm = -INFINITY;                                                   \
-    for (int c = 0; c < n; ++c) cm = fmax(cm, s[c]);                    \
-    const T mn = fmax(m, cm);                                           \
+    int any_nan = 0;                                                    \
+    for (int c = 0; c < n; ++c) {                                       \
+      cm = fmax(cm, s[c]);                                              \
+      any_nan |= isnan(s[c]);                                           \
+    }                                                                   \
+    /* fmax drops NaN; a NaN score makes the row NaN, as softmax does */ \
+    const T mn = any_nan ? (T)NAN : fmax(m, cm);                        \
     if (mn != -INFINITY) { /* else every score so far is masked */     \
       const T corr = exp(m - mn);                                       \
       l *= corr;                                                        \

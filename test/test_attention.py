@@ -39,7 +39,7 @@ def check_against_cpu(q, k, v, mask=None, rtol=1e-5, atol=1e-5, **kw):
         got.backward(grad.to(DEV))
     for g, w in [(got, out)] + [(d.grad, c.grad) for d, c in zip(dev, leaves)]:
         assert g.shape == w.shape
-        torch.testing.assert_close(g.cpu(), w, rtol=rtol, atol=atol)
+        torch.testing.assert_close(g.cpu(), w, rtol=rtol, atol=atol, equal_nan=True)
     return names
 
 
@@ -120,6 +120,19 @@ def test_bool_mask_broadcast_with_fully_masked_rows_head_dim_80():
     assert fused_ran(names) == FUSED
     out = F.scaled_dot_product_attention(q.to(DEV), k.to(DEV), v.to(DEV), attn_mask=mask.to(DEV))
     assert torch.equal(out[:, :, 3].cpu(), torch.zeros(2, 2, 80))
+
+
+@pytest.mark.parametrize("where", ["query_row", "key_row", "value_row"])
+def test_nan_propagates_as_on_cpu(where):
+    """A NaN in a query row makes every score of that row NaN, and a NaN key makes one score of each row
+    NaN: softmax, and so CPU's math path, gives NaN rows there (not the 0 of a fully masked row), in the
+    forward and in the gradients; a NaN value row reaches every output that weighs it."""
+    q, k, v = qkv(1, 2, 40, 40, 16)
+    {"query_row": q, "key_row": k, "value_row": v}[where][0, 1, 5, 3] = float("nan")
+    names = check_against_cpu(q, k, v)
+    assert fused_ran(names) == FUSED
+    out = F.scaled_dot_product_attention(q.to(DEV), k.to(DEV), v.to(DEV)).cpu()
+    assert out[0, 1].isnan().any() and not out[0, 0].isnan().any()
 
 
 def test_float_mask_broadcast_over_heads_and_custom_scale():
