@@ -27,6 +27,7 @@ set -uo pipefail
 usage="usage: [GPU_OFFLINE_DIR=DIR] bash scripts/gpu_checks.sh OUT suite|bench|profile"
 out="${1:?$usage}"
 phase="${2:?$usage}"
+case "$phase" in suite|bench|profile) ;; *) echo "unknown phase '$phase': $usage" >&2; exit 2 ;; esac
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
