@@ -12,6 +12,7 @@ wheel=${1:-$(ls -t dist/torch_opencl-*.whl 2>/dev/null | head -1)}
 [ -n "$wheel" ] && [ -f "$wheel" ] || { echo "wheel_check.sh: no wheel; bash scripts/wheel.sh makes one" >&2; exit 1; }
 wheel=$(cd "$(dirname "$wheel")" && pwd)/$(basename "$wheel")
 torch_pin=$(.venv/bin/python -c "import torch; print(torch.__version__.split('+')[0])")
+torch_minor=${torch_pin%.*}
 
 venv=$ROOT/build/wheel-venv
 rm -rf "$venv"
@@ -32,7 +33,10 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 PY=$venv/bin/python
 $PY -m torch_opencl --help >/dev/null
-$PY -m torch_opencl | sed -n '1,3p'
+report=$($PY -m torch_opencl)
+sed -n '1,3p' <<<"$report"
+grep -q "^torch_opencl: *[0-9.]*+torch$torch_minor$" <<<"$report" \
+  || { echo "wheel_check.sh: the report does not name the wheel's torch (+torch$torch_minor)" >&2; exit 1; }
 $PY - "$venv" <<'EOF'
 import sys, torch                      # autoload: the torch.backends entry point loads torch_opencl
 import torch_opencl
