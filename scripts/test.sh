@@ -32,3 +32,7 @@ POCL_DEVICES="pthread pthread" run test_distributed.py
 MULTI_DEVICE_TESTS=(test_multi_device.py)
 echo "==> Again with two devices (POCL_DEVICES=\"pthread pthread\"): ${MULTI_DEVICE_TESTS[*]}"
 POCL_DEVICES="pthread pthread" TORCH_OPENCL_TEST_DEVICES=2 run "${MULTI_DEVICE_TESTS[@]}"
+# The wheel (issue 45): scripts/wheel.sh packs the build above (build/wheel, nothing compiles again) with CLBlast
+# inside; scripts/wheel_check.sh installs it beside torch in a fresh venv and runs it from outside the tree.
+echo "==> The wheel: scripts/wheel.sh, then scripts/wheel_check.sh"
+(cd .. && bash scripts/wheel.sh && bash scripts/wheel_check.sh)
