@@ -176,6 +176,20 @@ def test_masked_softmax_matches_cpu(mask_type):
         assert_same_as_cpu(got, want)
 
 
+def test_masked_softmax_gradient_matches_cpu():
+    torch.manual_seed(12)
+    x = torch.randn(2, 3, 5, 5)
+    mask = torch.rand(2, 3, 5, 5) > 0.6
+    mask[:, :, 1, :] = True  # fully masked rows: gradient 0 on CPU
+    grad = torch.randn(2, 3, 5, 5)
+    leaf = x.clone().requires_grad_()
+    torch._masked_softmax(leaf, mask, 3, 2).backward(grad)
+    dev_leaf = x.to(DEV).requires_grad_()
+    with native_only():
+        torch._masked_softmax(dev_leaf, mask.to(DEV), 3, 2).backward(grad.to(DEV))
+    assert_same_as_cpu(dev_leaf.grad, leaf.grad)
+
+
 def test_masked_softmax_refuses_what_cpu_refuses():
     x = torch.randn(2, 3, 5, 5)
     for mask, mask_type, message in [(padding_mask([5, 2], 5), None, "Mask Type should be defined"),

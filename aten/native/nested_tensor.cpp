@@ -64,6 +64,7 @@ std::tuple<Tensor, Tensor, Tensor> nested_layer_norm(const Tensor& input, at::In
 
 }  // namespace
 
+// Plain TORCH_LIBRARY_IMPL (as transformer_fast_paths.cpp says why).
 // Dense inputs: the mask's nested tensor (ATen's composition of device ops, ending in _nested_from_padded).
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_nested_tensor_from_mask", TORCH_FN(at::native::NestedTensor_nested_tensor_from_mask));

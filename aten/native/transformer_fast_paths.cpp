@@ -1,6 +1,7 @@
 // PyTorch's inference fast paths around transformers, composed from the device's kernels (as CUDA runs
 // them natively): _native_multi_head_attention (nn.MultiheadAttention's), _transformer_encoder_layer_fwd
-// (nn.TransformerEncoderLayer's) and the _masked_softmax they apply a padding or attention mask with.
+// (nn.TransformerEncoderLayer's) and the _masked_softmax they apply a padding or attention mask with
+// (and its backward).
 // A nested input (nn.TransformerEncoder's fast path with a src_key_padding_mask) runs on its padded form
 // with the padding as key mask, and returns to rows: the rows CPU computes, in CPU's order of operations
 // (q scaled before q @ k^T, a fully masked row NaN as CPU gives it).
@@ -51,6 +52,17 @@ Tensor masked_softmax(const Tensor& input, const Tensor& mask, std::optional<int
   }
   // A masked score is -inf: 0 after the softmax, and a row masked throughout 0/0 = NaN, as on CPU.
   return at::softmax(input.masked_fill(full_mask, -std::numeric_limits<double>::infinity()), softmax_dim);
+}
+
+// Its gradient (the mask of the output's shape, as CPU requires): softmax's, 0 at masked positions and
+// throughout a fully masked row.
+Tensor masked_softmax_backward(const Tensor& grad, const Tensor& output, const Tensor& mask,
+                               std::optional<int64_t> dim) {
+  TORCH_CHECK(grad.sizes() == mask.sizes(), "Mask shape should match grad shape");
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "Mask should be a boolean tensor");
+  const int64_t softmax_dim = dim ? at::maybe_wrap_dim(*dim, grad.dim()) : grad.dim() - 1;
+  const Tensor kept = output.masked_fill(mask, 0.0);
+  return (kept * (grad - (grad * kept).sum(softmax_dim, /*keepdim=*/true))).masked_fill(mask, 0.0);
 }
 
 // [B, T, D] -> [B, H, T, D / H]
@@ -201,8 +213,11 @@ Tensor transformer_encoder_layer(const Tensor& src, int64_t embed_dim, int64_t n
 
 }  // namespace
 
+// Plain TORCH_LIBRARY_IMPL, not TOCL_LIBRARY_IMPL: these compose native ops, each of which takes the CPU
+// fallback for a dtype it has no OpenCL form for, and a nested tensor cannot go to the fallback at all.
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_masked_softmax", TORCH_FN(masked_softmax));
+  m.impl("_masked_softmax_backward", TORCH_FN(masked_softmax_backward));
   m.impl("_native_multi_head_attention", TORCH_FN(native_multi_head_attention));
   m.impl("_transformer_encoder_layer_fwd", TORCH_FN(transformer_encoder_layer));
 }
