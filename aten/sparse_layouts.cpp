@@ -3,14 +3,16 @@
 // ATen writes a sparse tensor's structure (construction from indices and values, the accessors,
 // resizing, copying, the coalesced flag) once for every device, over the dense tensors it holds:
 // those kernels are registered here for the opencl sparse keys, so indices and values live on the
-// device and a sparse tensor moves with .to()/.cpu() as on CUDA. Arithmetic on sparse tensors
-// (coalesce, sparse @ dense, add, mul, sum, the conversions) has device-specific kernels in ATen;
-// it reaches the sparse-aware CPU fallback (fallback/fallback.cpp), which carries sparse tensors to
-// the CPU and back, counts every call and honours TORCH_OPENCL_FALLBACK.
+// device and a sparse tensor moves with .to()/.cpu() as on CUDA. Sparse COO @ dense runs on the
+// device (aten/native/sparse_mm.cpp). The rest of sparse arithmetic (coalesce, add, mul, sum, the
+// conversions) has device-specific kernels in ATen and reaches the sparse-aware CPU fallback
+// (fallback/fallback.cpp), which carries sparse tensors to the CPU and back, counts every call and
+// honours TORCH_OPENCL_FALLBACK.
 #include <ATen/ATen.h>
 #include <ATen/ops/_coalesced_native.h>
 #include <ATen/ops/_indices_native.h>
 #include <ATen/ops/_nnz_native.h>
+#include <ATen/ops/_sparse_mm_native.h>
 #include <ATen/ops/_sparse_coo_tensor_with_dims_and_tensors_native.h>
 #include <ATen/ops/_sparse_coo_tensor_with_dims_native.h>
 #include <ATen/ops/_to_sparse_native.h>
@@ -39,6 +41,7 @@
 #include <memory>
 #include <vector>
 
+#include "aten/native/sparse_mm.h"
 #include "fallback/fallback.h"
 
 namespace torch_opencl {
@@ -75,6 +78,11 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("zero_", TORCH_FN(at::native::zero_sparse_));
   m.impl("_to_sparse.sparse_dim", static_cast<DenseToSparseDim>(at::native::sparse_coo_to_sparse));
   m.impl("_to_sparse", static_cast<DenseToSparse>(at::native::sparse_coo_to_sparse));
+  // sparse @ dense: mm is ATen's generic _sparse_mm, which reaches addmm, computed on the device.
+  m.impl("mm", static_cast<at::Tensor (*)(const at::Tensor&, const at::Tensor&)>(at::native::_sparse_mm));
+  m.impl("addmm", TORCH_FN(addmm_sparse_dense));
+  m.impl("addmm.out", TORCH_FN(addmm_sparse_dense_out));
+  m.impl("addmm_", TORCH_FN(addmm_sparse_dense_));
 }
 
 TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {

@@ -419,9 +419,9 @@ void opencl_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack
     // A sparse layout the CPU kernel refuses (BSR where it takes CSR, say): its error names the
     // layout; the context says where it came from and what works.
     if (layouts.any_sparse())
-      e.add_context("The opencl fallback ran CPU's '" + name + "' on " + layouts.describe() +
-                    ", and CPU PyTorch refuses them the same way; to_dense() gives a tensor every operator takes, "
-                    "and COO / CSR tensors support the conversions, coalesce, sparse @ dense, add, mul and sum.");
+      e.add_context("(raised by CPU's '" + name + "', which the opencl fallback ran for " + layouts.describe() +
+                    "; CPU PyTorch raises the same. to_dense() gives a tensor every operator takes, and COO and "
+                    "CSR tensors support the conversions, coalesce, sparse @ dense, add, mul and sum.)");
     throw;
   }
 

@@ -155,6 +155,33 @@ def test_sparse_mm_and_addmm_like_cpu(coalesced):
     torch.testing.assert_close((dev @ m.to(DEV)).cpu(), cpu @ m, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(torch.addmm(bias.to(DEV), dev, m.to(DEV), beta=0.5, alpha=2.0).cpu(),
                                torch.addmm(bias, cpu, m, beta=0.5, alpha=2.0), rtol=1e-4, atol=1e-5)
+    row = bias[0]
+    torch.testing.assert_close(torch.addmm(row.to(DEV), dev, m.to(DEV)).cpu(), torch.addmm(row, cpu, m),
+                               rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(bias.to(DEV).addmm_(dev, m.to(DEV), beta=2.0).cpu(), bias.clone().addmm_(cpu, m, beta=2.0),
+                               rtol=1e-4, atol=1e-5)
+    nan = torch.full((3, 3), float("nan"))  # beta=0 ignores self, as on CPU
+    torch.testing.assert_close(torch.addmm(nan.to(DEV), dev, m.to(DEV), beta=0).cpu(), torch.addmm(nan, cpu, m, beta=0),
+                               rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close((m.t().to(DEV) @ dev.t()).cpu(), m.t() @ cpu.t(), rtol=1e-4, atol=1e-5)
+
+
+def test_sparse_mm_runs_on_the_device_and_refuses_like_cpu():
+    cpu = uncoalesced_coo()
+    dev = cpu.to(DEV)
+    m = dense_data((4, 3), seed=6, density=1.0)
+    torch.opencl.reset_fallback_stats()
+    torch.sparse.mm(dev, m.to(DEV))
+    torch.addmm(torch.ones(3, 3, device=DEV), dev, m.to(DEV))
+    assert torch.opencl.fallback_stats() == {}
+    # what the device path does not take runs CPU's kernel: its results, and its errors
+    torch.testing.assert_close(torch.mm(dev.long(), m.long().to(DEV)).cpu(), torch.mm(cpu.long(), m.long()))
+    for a, b in ((cpu, torch.ones(3, 3)), (cpu.double(), m)):
+        with pytest.raises(RuntimeError) as cpu_error:
+            torch.mm(a, b)
+        with pytest.raises(RuntimeError) as dev_error:
+            torch.mm(a.to(DEV), b.to(DEV))
+        assert str(cpu_error.value).splitlines()[0] in str(dev_error.value)
 
 
 def test_add_mul_sum_like_cpu():
@@ -205,11 +232,15 @@ def test_gcn_layer_gradients_match_cpu():
     for device in ("cpu", DEV):
         params = [p.to(device, copy=True).requires_grad_() for p in params_cpu]
         x = x_cpu.to(device, copy=True).requires_grad_()
-        logits = run(adj_cpu.to(device), x, *params)
+        adj = adj_cpu.to(device)
+        torch.opencl.reset_fallback_stats()
+        logits = run(adj, x, *params)
         logits[:, 0].sum().backward()
+        fallback_calls = torch.opencl.fallback_stats()
         grads[device] = [logits.detach().cpu(), x.grad.cpu()] + [p.grad.cpu() for p in params]
     for got, want in zip(grads[DEV], grads["cpu"]):
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    assert not any("mm" in name for name in fallback_calls), fallback_calls  # forward and backward on the device
 
 
 def test_gradient_of_sparse_values_matches_cpu():
