@@ -3,8 +3,8 @@
 // ATen writes a sparse tensor's structure (construction from indices and values, the accessors,
 // resizing, copying, the coalesced flag) once for every device, over the dense tensors it holds:
 // those kernels are registered here for the opencl sparse keys, so indices and values live on the
-// device and a sparse tensor moves with .to()/.cpu() as on CUDA. Sparse COO @ dense runs on the
-// device (aten/native/sparse_mm.cpp). The rest of sparse arithmetic (coalesce, add, mul, sum, the
+// device and a sparse tensor moves with .to()/.cpu() as on CUDA. Sparse COO @ dense, dense + sparse
+// and to_dense run on the device (aten/native/sparse_mm.cpp, sparse_accumulate.cpp). The rest of sparse arithmetic (coalesce, add, mul, sum, the
 // conversions) has device-specific kernels in ATen and reaches the sparse-aware CPU fallback
 // (fallback/fallback.cpp), which carries sparse tensors to the CPU and back, counts every call and
 // honours TORCH_OPENCL_FALLBACK.
@@ -15,6 +15,7 @@
 #include <ATen/ops/_sparse_mm_native.h>
 #include <ATen/ops/_sparse_coo_tensor_with_dims_and_tensors_native.h>
 #include <ATen/ops/_sparse_coo_tensor_with_dims_native.h>
+#include <ATen/ops/_to_dense_native.h>
 #include <ATen/ops/_to_sparse_native.h>
 #include <ATen/ops/_values_native.h>
 #include <ATen/ops/ccol_indices_native.h>
@@ -41,6 +42,7 @@
 #include <memory>
 #include <vector>
 
+#include "aten/native/sparse_accumulate.h"
 #include "aten/native/sparse_mm.h"
 #include "fallback/fallback.h"
 
@@ -83,6 +85,11 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("addmm", TORCH_FN(addmm_sparse_dense));
   m.impl("addmm.out", TORCH_FN(addmm_sparse_dense_out));
   m.impl("addmm_", TORCH_FN(addmm_sparse_dense_));
+  // dense + sparse on the device; to_dense is ATen's generic zeros + add_.
+  m.impl("add.Tensor", TORCH_FN(add_sparse_into_dense));
+  m.impl("add_.Tensor", TORCH_FN(add_sparse_into_dense_));
+  m.impl("add.out", TORCH_FN(add_sparse_into_dense_out));
+  m.impl("_to_dense", TORCH_FN(at::native::sparse_to_dense));
 }
 
 TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {

@@ -203,6 +203,48 @@ def test_add_mul_sum_like_cpu():
     torch.testing.assert_close(in_place.to_dense().cpu(), expected.to_dense())
 
 
+def test_dense_plus_sparse_runs_on_the_device():
+    a_cpu = uncoalesced_coo()
+    hybrid_cpu = dense_data((4, 3, 2), seed=17).to_sparse(sparse_dim=2)
+    dense = dense_data((3, 4), seed=18, density=1.0)
+    dense_3d = dense_data((4, 3, 2), seed=19, density=1.0)
+    a, hybrid = a_cpu.to(DEV), hybrid_cpu.to(DEV)
+    torch.opencl.reset_fallback_stats()
+    torch.testing.assert_close(torch.add(dense.to(DEV), a, alpha=-0.5).cpu(), torch.add(dense, a_cpu, alpha=-0.5))
+    torch.testing.assert_close((dense_3d.to(DEV) + hybrid).cpu(), dense_3d + hybrid_cpu)
+    transposed = dense.t().contiguous().to(DEV).t()  # a strided self that is not contiguous
+    torch.testing.assert_close(transposed.add_(a).cpu(), dense + a_cpu)
+    out = torch.empty(0, device=DEV)
+    torch.testing.assert_close(torch.add(dense.to(DEV), a, out=out).cpu(), dense + a_cpu)
+    torch.testing.assert_close(a.to_dense().cpu(), a_cpu.to_dense())
+    torch.testing.assert_close(hybrid.to_dense().cpu(), hybrid_cpu.to_dense())
+    assert torch.opencl.fallback_stats() == {}
+    # dtype promotion and sizes that differ go to CPU's kernel, with its results and errors
+    torch.testing.assert_close((dense.double().to(DEV) + a).cpu(), dense.double() + a_cpu)
+    with pytest.raises(RuntimeError) as cpu_error:
+        torch.ones(3, 5) + a_cpu
+    with pytest.raises(RuntimeError) as dev_error:
+        torch.ones(3, 5, device=DEV) + a
+    assert str(cpu_error.value).splitlines()[0] in str(dev_error.value)
+
+
+def test_sparse_embedding_gradients_step_like_cpu():
+    """nn.Embedding(sparse=True) makes sparse COO gradients; SGD adds them into the weights."""
+    weights = {}
+    for device in ("cpu", DEV):
+        torch.manual_seed(0)
+        emb = torch.nn.Embedding(10, 4, sparse=True).to(device)
+        opt = torch.optim.SGD(emb.parameters(), lr=0.1)
+        idx = torch.tensor([1, 3, 3, 7], device=device)
+        for _ in range(2):
+            opt.zero_grad()
+            emb(idx).pow(2).sum().backward()
+            opt.step()
+        assert emb.weight.grad.layout == torch.sparse_coo
+        weights[device] = emb.weight.detach().cpu()
+    torch.testing.assert_close(weights[DEV], weights["cpu"])
+
+
 def test_transpose_permute_unsqueeze_like_cpu():
     cpu = uncoalesced_coo().coalesce()
     dev = cpu.to(DEV)

@@ -8,13 +8,11 @@
 #include "aten/native/sparse_mm.h"
 
 #include <ATen/ATen.h>
-#include <ATen/core/boxing/impl/boxing.h>
-#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/Resize.h>
 
 #include <string>
 
-#include "fallback/fallback.h"
+#include "aten/native/sparse_cpu_call.h"
 
 namespace torch_opencl {
 namespace {
@@ -34,15 +32,6 @@ std::string refusal(const at::Tensor& self, const at::Tensor& mat1, const at::Te
   return {};
 }
 
-template <class Sig, class... Args>
-decltype(auto) on_cpu(const char* name, const std::string& why, Args&&... args) {
-  static const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::addmm", name);
-  FallbackReason reason(why);
-  return c10::impl::BoxedKernelWrapper<Sig>::call(c10::BoxedKernel::makeFromFunction<&cpu_fallback>(), op,
-                                                  c10::DispatchKeySet(c10::DispatchKey::SparsePrivateUse1),
-                                                  std::forward<Args>(args)...);
-}
-
 // alpha * (mat1 @ mat2) added into `out`, which holds beta * self already.
 void add_product(const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& alpha, at::Tensor& out) {
   if (mat1._nnz() == 0 || mat2.size(1) == 0) return;
@@ -59,8 +48,8 @@ at::Tensor& addmm_sparse_dense_out(const at::Tensor& self, const at::Tensor& mat
   const std::string why = refusal(self, mat1, mat2);
   if (!why.empty() || out.layout() != at::kStrided || out.scalar_type() != self.scalar_type() ||
       out.device() != self.device())
-    return on_cpu<at::Tensor&(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Scalar&,
-                              const at::Scalar&, at::Tensor&)>("out", why.empty() ? "out= layout, dtype or device" : why,
+    return sparse_call_on_cpu<at::Tensor&(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Scalar&,
+                              const at::Scalar&, at::Tensor&)>("addmm.out", why.empty() ? "out= layout, dtype or device" : why,
                                                                self, mat1, mat2, beta, alpha, out);
   const std::vector<int64_t> size{mat1.size(0), mat2.size(1)};
   const at::Tensor expanded = self.expand(size);  // CPU's broadcasting error for a self that does not fit
@@ -82,8 +71,8 @@ at::Tensor addmm_sparse_dense(const at::Tensor& self, const at::Tensor& mat1, co
                               const at::Scalar& beta, const at::Scalar& alpha) {
   const std::string why = refusal(self, mat1, mat2);
   if (!why.empty())
-    return on_cpu<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Scalar&,
-                             const at::Scalar&)>("", why, self, mat1, mat2, beta, alpha);
+    return sparse_call_on_cpu<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Scalar&,
+                             const at::Scalar&)>("addmm", why, self, mat1, mat2, beta, alpha);
   at::Tensor out = at::empty({0}, self.options());
   return addmm_sparse_dense_out(self, mat1, mat2, beta, alpha, out);
 }
@@ -92,8 +81,8 @@ at::Tensor& addmm_sparse_dense_(at::Tensor& self, const at::Tensor& mat1, const 
                                 const at::Scalar& beta, const at::Scalar& alpha) {
   const std::string why = refusal(self, mat1, mat2);
   if (!why.empty() || self.dim() != 2 || self.size(0) != mat1.size(0) || self.size(1) != mat2.size(1))
-    return on_cpu<at::Tensor&(at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Scalar&,
-                              const at::Scalar&)>("", why.empty() ? "self's shape" : why, self, mat1, mat2, beta, alpha);
+    return sparse_call_on_cpu<at::Tensor&(at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Scalar&,
+                              const at::Scalar&)>("addmm_", why.empty() ? "self's shape" : why, self, mat1, mat2, beta, alpha);
   return addmm_sparse_dense_out(self, mat1, mat2, beta, alpha, self);
 }
 
