@@ -85,12 +85,10 @@ def test_hybrid_coo_with_dense_dims():
     assert (dev.sparse_dim(), dev.dense_dim()) == (1, 2)
     assert_coo_equal(dev, cpu)
     torch.testing.assert_close(dev.to_dense().cpu(), x)
-    w = dense_data((4, 5), seed=3, density=1.0)
     torch.testing.assert_close((dev + dev).to_dense().cpu(), (cpu + cpu).to_dense())
     torch.testing.assert_close(torch.sparse.sum(dev, dim=0).cpu(), torch.sparse.sum(cpu, dim=0))
     # hybrid values travel between devices with their dense dims
     assert_coo_equal(cpu.to(DEV), cpu)
-    del w
 
 
 def test_empty_sparse_tensors():
