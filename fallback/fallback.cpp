@@ -12,6 +12,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/SparseCsrTensorUtils.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
@@ -23,6 +24,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -144,6 +146,53 @@ at::Generator cpu_generator_from(at::Generator opencl_gen, uint64_t increment) {
 [[noreturn]] void two_devices(c10::Device a, c10::Device b) {
   TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, ", a, " and ",
               b, "!");
+}
+
+// The layouts among a call's tensors pick the CPU kernel the fallback runs: a sparse COO tensor
+// anywhere makes it SparseCPU's, a compressed one (CSR, CSC, BSR, BSC) SparseCsrCPU's, as dispatch
+// would pick for CPU tensors.
+struct Layouts {
+  bool coo = false;
+  bool compressed = false;
+  std::set<std::string> names;  // the sparse layouts seen, for messages
+
+  bool any_sparse() const { return coo || compressed; }
+  c10::DispatchKey cpu_key() const {
+    if (compressed) return c10::DispatchKey::SparseCsrCPU;
+    if (coo) return c10::DispatchKey::SparseCPU;
+    return c10::DispatchKey::CPU;
+  }
+  std::string describe() const {
+    if (names.empty()) return "strided tensors";
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+    return "tensors of layout " + out;
+  }
+};
+
+Layouts layouts_of(c10::ArrayRef<c10::IValue> arguments) {
+  Layouts l;
+  for (const auto& v : arguments) {
+    for_each_tensor(v, [&](const at::Tensor& t, bool) {
+      const at::Layout layout = t.layout();
+      if (layout == at::kStrided) return;
+      if (layout == at::kSparse) l.coo = true;
+      else if (at::sparse_csr::is_sparse_compressed(layout)) l.compressed = true;
+      switch (layout) {
+        case at::kSparse: l.names.insert("torch.sparse_coo"); break;
+        case at::kSparseCsr: l.names.insert("torch.sparse_csr"); break;
+        case at::kSparseCsc: l.names.insert("torch.sparse_csc"); break;
+        case at::kSparseBsr: l.names.insert("torch.sparse_bsr"); break;
+        case at::kSparseBsc: l.names.insert("torch.sparse_bsc"); break;
+        default: {
+          std::ostringstream name;
+          name << layout;
+          l.names.insert(name.str());
+        }
+      }
+    });
+  }
+  return l;
 }
 
 // What one call looks like: the opencl device its tensors are on, the device its
@@ -299,10 +348,18 @@ void opencl_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack
   const CallDevices devices = check_devices(op, torch::jit::last(stack, num_arguments));
   const bool on_opencl = devices.target() && devices.target()->type() == c10::DeviceType::PrivateUse1;
 
-  const bool is_view = std::any_of(schema_returns.begin(), schema_returns.end(), is_view_return);
-  TORCH_CHECK(is_view || op.hasComputedKernelForDispatchKey(c10::DispatchKey::CPU), "The operator '", name,
-              "' has no opencl kernel, and no CPU kernel for the fallback to run either; "
-              "it is not available on opencl tensors.");
+  const Layouts layouts = layouts_of(torch::jit::last(stack, num_arguments));
+  const c10::DispatchKey cpu_key = layouts.cpu_key();
+  // A "view" of a sparse tensor (permute, unsqueeze, select, ...) is a new sparse tensor on CPU
+  // too, sharing no storage with its input: it runs on the CPU like any other operator.
+  const bool is_view = !layouts.any_sparse() &&
+                       std::any_of(schema_returns.begin(), schema_returns.end(), is_view_return);
+  TORCH_CHECK(is_view || op.hasComputedKernelForDispatchKey(cpu_key), "The operator '", name,
+              "' has no opencl kernel, and no CPU kernel for the fallback to run either (", layouts.describe(),
+              "); it is not available on opencl tensors",
+              layouts.any_sparse() ? " of that layout, as on the CPU. Convert first: to_dense(), or to_sparse() / "
+                                     "to_sparse_csr() for a layout the operator supports."
+                                   : ".");
 
   record_fallback_call(name);
 
@@ -356,7 +413,17 @@ void opencl_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack
   }
 
   // Step 3: the CPU kernel.
-  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  try {
+    op.redispatchBoxed(c10::DispatchKeySet(cpu_key), stack);
+  } catch (c10::Error& e) {
+    // A sparse layout the CPU kernel refuses (BSR where it takes CSR, say): its error names the
+    // layout; the context says where it came from and what works.
+    if (layouts.any_sparse())
+      e.add_context("(raised by CPU's '" + name + "', which the opencl fallback ran for " + layouts.describe() +
+                    "; CPU PyTorch raises the same. to_dense() gives a tensor every operator takes, and COO and "
+                    "CSR tensors support the conversions, coalesce, sparse @ dense, add, mul and sum.)");
+    throw;
+  }
 
   // Step 4: write mutated opencl inputs back (in-place and out= arguments), resizing
   // out= tensors the CPU kernel resized.
@@ -366,6 +433,11 @@ void opencl_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack
     for_each_tensor(original_args[i], [&](const at::Tensor& t, bool) {
       if (!is_opencl(t) || !written.insert(t.unsafeGetTensorImpl()).second) return;
       const at::Tensor& cpu = cpu_of(t);
+      if (t.layout() != at::kStrided) {  // sparse: copy_ takes the CPU result's indices, values and sizes
+        if (t.layout() != at::kSparse) at::resize_as_sparse_(t, cpu);
+        t.copy_(cpu);
+        return;
+      }
       if (cpu.sizes() != t.sizes()) t.resize_(cpu.sizes());
       // An out= tensor the CPU kernel restrided (a memory format) takes the CPU's strides.
       if (cpu.strides() != t.strides() && cpu.is_non_overlapping_and_dense())
@@ -468,6 +540,16 @@ void set_fallback_mode(const std::string& mode) {
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&opencl_cpu_fallback>());
+}
+
+// Sparse tensors take the same path: the CPU kernel runs on CPU copies of them (indices and values
+// carried over) and sparse results come back through their indices and values.
+TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&opencl_cpu_fallback>());
+}
+
+TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&opencl_cpu_fallback>());
 }
 

@@ -66,9 +66,16 @@ Tensor& nonzero_out(const Tensor& self, Tensor& out) {
   return out;
 }
 
+// CPU and CUDA return the coordinates column by column (strides (1, N)), so nonzero().t() is
+// contiguous: sparse indices built from it (to_sparse) are then contiguous as there, which CPU's
+// sparse kernels that the fallback runs rely on (a coalesced COO tensor with strided indices
+// converts to a wrong CSR tensor on CPU).
 Tensor nonzero(const Tensor& self) {
-  auto out = at::empty({0}, self.options().dtype(at::kLong));
-  return nonzero_out(self, out);
+  auto rows = at::empty({0}, self.options().dtype(at::kLong));
+  nonzero_out(self, rows);
+  auto columns = at::empty({rows.size(1), rows.size(0)}, rows.options()).t();
+  if (rows.numel() > 0) columns.copy_(rows);
+  return columns;
 }
 
 // The first `size` rows of nonzero(self), padded with fill_value.
