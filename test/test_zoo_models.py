@@ -12,8 +12,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from _device_helpers import native_only
-from _zoo import DEV, StepChecker, LR, assert_close_to_cpu, eval_and_compare, move_keeping_parameters, \
-    to_device, train_and_compare
+from _zoo import DEV, LR, StepChecker, assert_close_to_cpu, eval_and_compare, move_keeping_parameters, \
+    train_and_compare
 
 
 def seeded(make):

@@ -2,12 +2,11 @@
 training against the CPU step by step with no operator on the fallback, eval and inference_mode forwards,
 and greedy generate() for the decoders (test/_zoo.py has the harness). Attention is each model's default
 (SDPA). scripts/test.sh runs this file in both kernel classes."""
-import pytest
 import torch
 import transformers
 
 from _device_helpers import native_only
-from _zoo import DEV, eval_and_compare, to_device, train_and_compare
+from _zoo import DEV, eval_and_compare, train_and_compare
 
 transformers.logging.set_verbosity_error()
 VOCAB = 64
