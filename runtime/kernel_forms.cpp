@@ -73,6 +73,7 @@ KernelForms choose(const DeviceInfo& d) {
   f.reduce_fill_groups = std::max<size_t>(64, 4 * static_cast<size_t>(d.compute_units));
 
   f.copy_lines = !f.gpu();
+  f.conv_depthwise_rows = !f.gpu();
   f.pointwise_lines = !f.gpu();
   f.pointwise_vectors = !f.gpu();
 

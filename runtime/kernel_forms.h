@@ -79,6 +79,10 @@ struct KernelForms {
   // Its input and output transforms' CPU form: a work-item per row of tiles, sliding along it (each input
   // column read once, index arithmetic per row). GPUs keep a work-item per tile (coalesced).
   bool winograd_lines = false;
+  // Depthwise convolution (kernels_cl/conv_depthwise.cl): a work-item per row of outputs and per weight
+  // element (CPUs: the index arithmetic once a row), or a work-item per element and a work-group per weight
+  // element (GPUs: neighbouring items read neighbouring pixels).
+  bool conv_depthwise_rows = true;
 
   // ---- Reductions, scans, embedding backward, index_add (aten/native/reduce.cpp, scan.cpp,
   // segment_sum.cpp). CPU forms give each work-item a contiguous run (which PoCL vectorises); GPU

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Set-up on a GPU machine that has a driver and its own torch but no package access (the project's
-# lent H100): `source scripts/gpu_machine.sh DIR`, where DIR holds a copy of ../shared/gpu (the OpenCL
-# loader, headers and CLBlast as Debian packages, and opencl-offline-setup.sh), optionally with
-# DIR/wheels/*.whl for missing pure-Python test dependencies. Unpacks the packages under a prefix,
-# registers NVIDIA's ICD, and builds and installs torch-opencl into the machine's python3 against its
-# torch, with the system compiler (a compiler wrapper that links libstdc++ statically crashes the
-# extension; the build checks it). Afterwards TORCH_OPENCL_PLATFORM=nvidia is exported when NVIDIA's
-# platform answers.
-gpu_dir="$(cd "${1:?usage: source scripts/gpu_machine.sh DIR-with-a-copy-of-shared/gpu}" && pwd)"
+# Set-up on a GPU machine that has a driver and its own torch but no package access:
+# `source scripts/gpu_machine.sh DIR`, where DIR holds the OpenCL ICD loader, headers and CLBlast as Debian
+# packages and opencl-offline-setup.sh, which unpacks them under a prefix ($OPENCL_PREFIX) and registers
+# the vendor's ICD; optionally DIR/wheels/*.whl, missing pure-Python test dependencies. Then builds and
+# installs torch-opencl into the machine's python3 against its torch, with the system compiler (a compiler
+# wrapper that links libstdc++ statically crashes the extension; the build checks it). Afterwards
+# TORCH_OPENCL_PLATFORM=nvidia is exported when NVIDIA's platform answers. scripts/gpu_checks.sh runs this
+# when GPU_OFFLINE_DIR is set.
+gpu_dir="$(cd "${1:?usage: source scripts/gpu_machine.sh DIR-with-the-offline-packages}" && pwd)"
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck disable=SC1091
 source "$gpu_dir/opencl-offline-setup.sh"

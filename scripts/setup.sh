@@ -34,8 +34,8 @@ if ! $PY -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '2.1
   echo "==> Installing torch==2.13.0 (CPU build)"
   pip_install torch==2.13.0
 fi
-want=(scikit-build-core pytest hypothesis tqdm expecttest numpy scikit-learn)
-if ! $PY -c "import scikit_build_core, pytest, hypothesis, tqdm, expecttest, numpy, sklearn" 2>/dev/null; then
+want=(scikit-build-core pytest pytest-xdist hypothesis tqdm expecttest numpy scikit-learn)
+if ! $PY -c "import scikit_build_core, pytest, xdist, hypothesis, tqdm, expecttest, numpy, sklearn" 2>/dev/null; then
   echo "==> Installing build and test dependencies"
   pip_install "${want[@]}"
 fi

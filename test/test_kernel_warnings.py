@@ -67,6 +67,7 @@ torch.multinomial(xd[:2].abs() + 0.1, 3, replacement=True)                      
 torch.linalg.solve(xd[:, :6] + 9 * torch.eye(6, device=dev), xd[:, :2]); torch.linalg.cholesky(torch.eye(3, device=dev))  # linalg.cl
 loss = loss + F.ctc_loss(F.log_softmax(x[:, :6].reshape(6, 1, 6), 2), i.new_tensor([[1, 2]]), [6], [2])  # ctc_loss.cl
 loss = loss + F.conv2d(torch.randn(1, 16, 4, 4, device=dev), torch.randn(16, 16, 3, 3, device=dev)).sum()  # winograd.cl (gpu)
+loss = loss + F.conv2d(img, torch.randn(6, 1, 3, 3, device=dev, requires_grad=True), groups=3).sum()  # conv_depthwise.cl
 loss = loss + (x @ torch.randn(70, 8, device=dev)).sum()                                     # gemm.cl (cpu class)
 qa = torch.randn(1, 2, 5, 8, device=dev, requires_grad=True)
 loss = loss + F.scaled_dot_product_attention(qa, qa, qa, is_causal=True).sum()               # attention.cl

@@ -3,14 +3,15 @@
 // 1-D and 2-D convolutions of float32/float64, transposed ones included, run natively. On devices of the
 // GPU kernel class the batch is folded into the GEMMs' columns (see "GPU form" below). 3x3 stride-1
 // single-group convolutions of 16 channels or more run as Winograd (aten/native/conv_winograd.h), 1x1
-// stride-1 unpadded single-group ones as batched GEMMs (see "1x1" below), in both classes. The CPU form: im2col (kernels_cl/im2col.cl) laid out (N*L, C*KH*KW) and one GEMM per group
-// over the whole batch, col2im for grad_input, GEMM for grad_weight, column sums for grad_bias. The GEMMs'
-// (N * L, O) rows reach the NCHW output through
-// rows_to_channels (adding the bias), and grad_output becomes rows through channels_to_rows
-// (a view when grad_output is channels_last). A transposed convolution is the adjoint of a regular
-// one: its forward is that one's input gradient (GEMM + col2im), its grad_input
-// that one's forward. 3-D convolutions and other dtypes run CPU's convolution on
-// copies, counted as fallbacks.
+// stride-1 unpadded single-group ones as batched GEMMs (see "1x1" below), depthwise ones (groups equal to
+// the input channels) in direct forms (aten/native/conv_depthwise.h), all in both classes. The CPU form:
+// im2col (kernels_cl/im2col.cl) laid out (N*L, C*KH*KW) and one GEMM per group over the whole batch, col2im
+// for grad_input, GEMM for grad_weight, column sums for grad_bias. The GEMMs' (N * L, O) rows reach the
+// NCHW output through rows_to_channels (adding the bias), and grad_output becomes rows through
+// channels_to_rows (a view when grad_output is channels_last). A transposed convolution is the adjoint of a
+// regular one: its forward is that one's input gradient (GEMM + col2im), its grad_input that one's forward.
+// 3-D convolutions run as 2-D ones over the depth taps (aten/native/conv3d.h); other dtypes run CPU's
+// convolution on copies, counted as fallbacks.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -20,6 +21,8 @@
 
 #include "aten/native/blas.h"
 #include "aten/native/conv3d.h"
+#include "aten/native/conv_depthwise.h"
+#include "aten/native/conv_shape.h"
 #include "aten/native/conv_winograd.h"
 #include "aten/kernel_support/cl_types.h"
 #include "aten/kernel_support/dtype_fallback.h"
@@ -63,10 +66,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_on_cpu(
 }
 
 // --- native path
-
-struct Shape {  // the sizes of a 2-D convolution
-  int64_t C, H, W, KH, KW, PH, PW, SH, SW, DH, DW, OH, OW;
-};
 
 cl_program im2col_program(int device, at::ScalarType type) {
   static std::mutex mutex;
@@ -490,6 +489,7 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
   if (!transposed) {
     const Conv2d c = describe(input.sizes(), weight.sizes(), stride, padding, dilation, groups, input.options());
     if (winograd(c, device)) return winograd_conv2d(input, weight, b, c.g.PH, c.g.PW, false);
+    if (is_depthwise(c.groups, c.g)) return squeeze_1d(depthwise_conv_forward(c.g, as_4d(input, one_d), w4, b), one_d);
     const auto w2 = w4.view({c.O, c.K()});
     if (one_by_one(c)) return squeeze_1d(conv1x1_forward(c, as_dense_4d(input, one_d), w2, b), one_d);
     if (folded(c, device)) return squeeze_1d(conv_forward_folded(c, as_4d(input, one_d), w2, b), one_d);
@@ -543,6 +543,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
       if (output_mask[0]) grad_input = winograd_conv2d(go4, weight, at::Tensor(), 2 - c.g.PH, 2 - c.g.PW, true);
       if (output_mask[1]) grad_weight = winograd_weight_grad(x4, go4, c.g.PH, c.g.PW);
       // PoCL, (64, 32, 8, 8): 136 us, against 225 for the layout change and the column sums below.
+      if (output_mask[2]) grad_bias = go4.sum({0, 2, 3});
+      return {grad_input, grad_weight, grad_bias};
+    }
+    if (is_depthwise(c.groups, c.g)) {
+      if (output_mask[0]) grad_input = squeeze_1d(depthwise_conv_input_grad(c.g, go4, w4), one_d);
+      if (output_mask[1]) grad_weight = depthwise_conv_weight_grad(c.g, x4, go4).view(weight.sizes());
       if (output_mask[2]) grad_bias = go4.sum({0, 2, 3});
       return {grad_input, grad_weight, grad_bias};
     }

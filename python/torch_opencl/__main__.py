@@ -6,7 +6,7 @@ the fallback mode and whether autoload is on. A selection variable that names
 nothing prints the error (which lists what exists) and exits with status 1.
 
 ``python -m torch_opencl warmup`` compiles the kernels training commonly needs ahead of time
-(torch_opencl/warmup.py).
+(torch_opencl/warmup.py). ``python -m torch_opencl --help`` lists the commands.
 """
 import os
 import sys
@@ -21,6 +21,16 @@ def _bytes(n: int) -> str:
 
 def _yes_no(flag: bool) -> str:
     return "yes" if flag else "no"
+
+
+def _installed_version(package_version: str) -> str:
+    """The installed distribution's version, which names the torch a wheel was built for (0.1.0+torch2.13)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("torch-opencl")
+    except metadata.PackageNotFoundError:  # run from a source tree (PYTHONPATH=python)
+        return package_version
 
 
 def _selection_env() -> str:
@@ -38,7 +48,7 @@ def main() -> int:
 
     out = []
     out.append(f"torch:          {torch.__version__}")
-    out.append(f"torch_opencl:   {torch_opencl.__version__}")
+    out.append(f"torch_opencl:   {_installed_version(torch_opencl.__version__)}")
     out.append(f"CLBlast:        {_C._clblast_version()}")
     headers = _C._opencl_headers_version()
     out.append(f"OpenCL headers: {headers // 100}.{headers % 100 // 10} (CL_TARGET_OPENCL_VERSION={headers})")
@@ -117,9 +127,35 @@ def main() -> int:
     return 0
 
 
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["warmup"]:
+USAGE = """usage: python -m torch_opencl [COMMAND] [ARGS]
+
+commands:
+  (none)         report the OpenCL set-up as torch-opencl sees it: versions, platforms and devices,
+                 which are selected and why (TORCH_OPENCL_PLATFORM, TORCH_OPENCL_DEVICE_TYPE,
+                 TORCH_OPENCL_VISIBLE_DEVICES), their properties, the program cache, CLBlast, the
+                 fallback mode and autoload; exits with status 1 where the selection fails
+  warmup [ARGS]  compile the kernels training commonly needs ahead of time, into the program cache
+                 (python -m torch_opencl warmup --help lists its options)
+  -h, --help     this text
+
+related modules:
+  python -m torch_opencl.tune --help   tune GEMM for this device and save the parameters
+"""
+
+
+def dispatch(argv) -> int:
+    if not argv:
+        return main()
+    if argv[0] in ("-h", "--help", "help"):
+        print(USAGE, end="")
+        return 0
+    if argv[0] == "warmup":
         from .warmup import main as warmup_main
 
-        sys.exit(warmup_main(sys.argv[2:]))
-    sys.exit(main())
+        return warmup_main(argv[1:])
+    print(f"python -m torch_opencl: unknown command {argv[0]!r}\n\n{USAGE}", end="", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(dispatch(sys.argv[1:]))
