@@ -40,6 +40,15 @@ if ! $PY -c "import scikit_build_core, pytest, xdist, hypothesis, tqdm, expectte
   pip_install "${want[@]}"
 fi
 
+# The model zoo's HF transformers (test/test_zoo_transformers.py), pure Python, pinned, with only what it
+# imports (--no-deps: pip must never resolve torch; its CLI and download extras are left out).
+zoo=(transformers==5.23.0 huggingface_hub==2.4.0 tokenizers==0.23.3 safetensors==0.8.0 regex==2026.12.2
+     PyYAML==6.0.4 httpx2==2.17.0 httpcore2==2.17.0 anyio==4.16.0 h11==0.16.0 idna==3.21 truststore==0.10.5)
+if ! $PY -c "import transformers, sys; sys.exit(transformers.__version__ != '5.23.0')" 2>/dev/null; then
+  echo "==> Installing the model zoo's transformers"
+  pip_install --no-deps "${zoo[@]}"
+fi
+
 # Rebuild (incrementally, in build/) when the sources are newer than the install.
 stamp=.venv/.torch_opencl_installed
 if [ ! -f "$stamp" ] || [ -n "$(find CMakeLists.txt pyproject.toml runtime aten fallback kernels_cl python cmake -newer "$stamp" -type f 2>/dev/null | head -1)" ] \

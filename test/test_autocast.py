@@ -8,6 +8,8 @@ import torch.nn.functional as F
 
 import torch_opencl  # noqa: F401
 
+from _device_helpers import native_only
+
 DEV = torch.device("opencl")
 
 
@@ -116,6 +118,48 @@ def test_autocast_disabled_and_nested():
         assert (a @ a).dtype == torch.bfloat16
 
 
+def test_grad_scaler_unscale_matches_cpu():
+    """_amp_foreach_non_finite_check_and_unscale_ natively: the gradients times inv_scale (reduced precision
+    ones through float), found_inf set by an inf or a NaN in any of them and never reset."""
+    g = torch.Generator().manual_seed(0)
+    grads = [torch.randn(5, 3, generator=g) * 1000, torch.randn(7, generator=g).to(torch.bfloat16) * 1000,
+             torch.randn(4, 6, generator=g).t(), torch.randn(3, dtype=torch.float64, generator=g), torch.empty(0),
+             torch.randn(2, 2, generator=g).to(torch.float16)]
+    for poison, start in [(None, 0.0), (float("inf"), 0.0), (float("nan"), 0.0), (None, 1.0), (-float("inf"), 0.0)]:
+        want = [t.clone() for t in grads]
+        if poison is not None:
+            want[2][1, 1] = poison
+        got = [t.to(DEV) for t in want]
+        want_found, want_inv = torch.full((1,), start), torch.full((1,), 1 / 512)
+        torch._amp_foreach_non_finite_check_and_unscale_(want, want_found, want_inv)
+        found = want_found.new_full((1,), start).to(DEV)
+        with native_only():
+            torch._amp_foreach_non_finite_check_and_unscale_(got, found, want_inv.to(DEV))
+        assert torch.equal(found.cpu(), want_found)
+        for a, b in zip(got, want):
+            assert a.device.type == "opencl" and a.stride() == b.stride()
+            torch.testing.assert_close(a.cpu(), b, rtol=0, atol=0, equal_nan=True)
+
+
+def test_grad_scaler_update_matches_cpu():
+    """_amp_update_scale_ natively: backoff after an inf, growth after growth_interval clean steps (unless the
+    grown scale is not finite), the growth tracker counting and resetting as on CPU."""
+    for scale, tracker, found in [(1024.0, 0, 0.0), (1024.0, 2, 0.0), (1024.0, 2, 1.0), (3e38, 2, 0.0), (8.0, 1, 1.0)]:
+        want = [torch.full((1,), scale), torch.full((1,), tracker, dtype=torch.int32)]
+        got = [t.to(DEV) for t in want]
+        torch._amp_update_scale_(*want, torch.full((1,), found), 2.0, 0.5, 3)
+        with native_only():
+            torch._amp_update_scale_(*got, torch.full((1,), found, device=DEV), 2.0, 0.5, 3)
+        assert torch.equal(got[0].cpu(), want[0]) and torch.equal(got[1].cpu(), want[1]), (scale, tracker, found)
+    with pytest.raises(RuntimeError, match="growth_tracker must be an int tensor"):
+        torch._amp_update_scale_(torch.ones(1, device=DEV), torch.zeros(1, device=DEV), torch.zeros(1, device=DEV),
+                                 2.0, 0.5, 3)
+    with pytest.raises(RuntimeError, match="every scaled gradient must be on"):
+        torch._amp_foreach_non_finite_check_and_unscale_([torch.ones(2)], torch.zeros(1, device=DEV),
+                                                         torch.ones(1, device=DEV))
+
+
+@native_only()
 def test_grad_scaler():
     torch.manual_seed(0)
     model = torch.nn.Linear(4, 2).to(DEV)

@@ -104,16 +104,19 @@ def test_tensorlist_inputs():
 
 
 def test_tensorlist_mutation_is_written_back():
+    # Fused Adagrad (no opencl kernel) mutates three lists: the parameters, the sums and the steps.
     torch.opencl.reset_fallback_stats()
-    a, b = cpu_data(3, seed=1), cpu_data(5, seed=2)
-    b[2] = float("inf")
-    xa, xb = a.to(DEV), b.to(DEV)
-    found_inf = torch.zeros(1, device=DEV)
-    torch._amp_foreach_non_finite_check_and_unscale_([xa, xb], found_inf, torch.full((1,), 0.5, device=DEV))
-    assert _served_by_fallback("aten::_amp_foreach_non_finite_check_and_unscale_")
-    torch.testing.assert_close(xa.cpu(), a * 0.5)
-    torch.testing.assert_close(xb.cpu(), b * 0.5)
-    assert found_inf.item() == 1.0
+    params = [cpu_data(3, seed=1), cpu_data(5, seed=2)]
+    grads = [cpu_data(3, seed=3), cpu_data(5, seed=4)]
+    sums = [torch.zeros(3), torch.zeros(5)]
+    steps = [torch.zeros(()), torch.zeros(())]
+    on_dev = [[t.to(DEV) for t in ts] for ts in (params, grads, sums, steps)]
+    settings = dict(lr=0.1, lr_decay=0.0, weight_decay=0.0, eps=1e-10, maximize=False)
+    torch._fused_adagrad_(*on_dev, **settings)
+    assert _served_by_fallback("aten::_fused_adagrad_")
+    torch._fused_adagrad_(params, grads, sums, steps, **settings)
+    for got, want in zip(on_dev, (params, grads, sums, steps)):
+        torch.testing.assert_close([t.cpu() for t in got], want)
 
 
 def test_tensorlist_outputs():

@@ -1,5 +1,5 @@
 """F.embedding_bag (aten::_embedding_bag, _embedding_bag_forward_only and their backwards), F.max_unpool2d /
-F.max_unpool1d, F.max_unpool3d, F.channel_shuffle and torch.renorm run natively on opencl: values, auxiliary outputs,
+F.max_unpool1d, F.max_unpool3d, F.channel_shuffle, torch.renorm and embedding_renorm_ (nn.Embedding's max_norm) run natively on opencl: values, auxiliary outputs,
 gradients, layouts, out= forms and errors against CPU PyTorch, with no CPU fallback (native_only)."""
 import re
 
@@ -258,6 +258,30 @@ def test_channel_shuffle_and_renorm_errors():
     raises_like_cpu(lambda t: torch.renorm(t, 2, 5, 1.0), x)
     raises_like_cpu(lambda t: torch.renorm(t, -1, 0, 1.0), x)
     raises_like_cpu(lambda t: torch.renorm(t, 2, 0, -1.0), x)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_embedding_max_norm_renorms_rows_like_cpu(dtype):
+    weight = data(10, 4, dtype=dtype) * 2
+    # Repeated indices, int64 and int32, rows left alone (not named, or within the limit).
+    for indices in [torch.tensor([[1, 2, 2], [9, 1, 0]]), torch.tensor([3, 3, 7], dtype=torch.int32)]:
+        for norm_type, max_norm in [(2.0, 1.5), (1.0, 2.0), (float("inf"), 1.0), (3.0, 100.0)]:
+            want = torch.embedding_renorm_(weight.clone(), indices, max_norm, norm_type)
+            with native_only():
+                got = torch.embedding_renorm_(weight.to(DEV), indices.to(DEV), max_norm, norm_type)
+            assert_same_as_cpu(got, want, rtol=SUM_TOL[dtype], atol=SUM_TOL[dtype])
+    # Through F.embedding, which renorms the weight in place before the lookup; the gradient as well.
+    idx = torch.tensor([[0, 4, 4], [8, 0, 5]])
+    check_grads(lambda w: F.embedding(idx.to(w.device), w * 1, max_norm=1.0), weight, tol=SUM_TOL)
+
+
+def test_embedding_renorm_errors():
+    raises_like_cpu(lambda w, i: torch.embedding_renorm_(w, i, 1.0, 2.0), data(4), torch.tensor([1]))
+    raises_like_cpu(lambda w, i: torch.embedding_renorm_(w, i, 1.0, 2.0), data(4, 2), torch.tensor([1.0]),
+                    upto="but got")
+    with pytest.raises(IndexError):
+        torch.embedding_renorm_(data(4, 2).to(DEV), torch.tensor([4], device=DEV), 1.0, 2.0)
+        torch.opencl.synchronize()
 
 
 # ---- multi_margin_loss, _weight_norm_interface, rrelu_with_noise ----

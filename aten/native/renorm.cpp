@@ -1,8 +1,10 @@
 // torch.renorm (functional, in-place and out=): each slice along `dim` whose p-norm exceeds maxnorm is scaled
 // by maxnorm / (norm + 1e-7), as CPU's structured kernel computes it: the norm (linalg_vector_norm in the
 // accumulation type), the factor in self's dtype, one multiply. All native; ATen's meta function checks.
+// embedding_renorm_ (nn.Embedding's max_norm) scales the rows of an embedding that indices name, the same way.
 #include <ATen/ATen.h>
 #include <ATen/AccumulateType.h>
+#include <ATen/TensorUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/renorm_meta.h>
 #include <c10/core/DeviceGuard.h>
@@ -11,6 +13,7 @@
 #include <numeric>
 
 #include "aten/kernel_support/dtype_fallback.h"
+#include "aten/kernel_support/kernel_program.h"
 #include "aten/kernel_support/structured.h"
 
 namespace torch_opencl {
@@ -51,9 +54,29 @@ Tensor& renorm_inplace(Tensor& self, const at::Scalar& p, int64_t dim, const at:
   return renorm_out_kernel(self, p, dim, maxnorm, self);
 }
 
+// Each row of the 2-D weight that indices name, if its norm_type-norm exceeds max_norm, scaled in place by
+// max_norm / (norm + 1e-7), the factor and the product in the accumulation type as CPU's row *= scale. A repeated
+// index scales its row once: every copy is scaled from the original row, and all write the same values.
+Tensor& embedding_renorm_(Tensor& self, const Tensor& indices, double max_norm, double norm_type) {
+  // CPU's checks and messages.
+  at::checkDim("embedding_renorm_", at::TensorArg(self, "self", 1), 2);
+  at::checkScalarTypes("embedding_renorm_", at::TensorArg(indices, "indices", 2), {at::kLong, at::kInt});
+  check_same_device({self, indices});
+  if (indices.numel() == 0 || self.numel() == 0) return self;
+  const c10::DeviceGuard guard(self.device());
+  const auto index = indices.reshape({-1}).to(at::kLong);  // index_copy_ takes int64 only
+  const auto rows = self.index_select(0, index);  // checks the indices against the rows
+  const auto acc_type = at::toAccumulateType(self.scalar_type(), /*is_cuda=*/true);
+  const auto norm = at::linalg_vector_norm(rows, norm_type, {1}, /*keepdim=*/true, acc_type);
+  const auto factor = at::where(norm > max_norm, max_norm / (norm + 1e-7), 1.0);
+  self.index_copy_(0, index, (rows.to(acc_type) * factor).to(self.scalar_type()));
+  return self;
+}
+
 }  // namespace
 
 TOCL_LIBRARY_IMPL(m) {
+  m.impl("embedding_renorm_", TORCH_FN(embedding_renorm_));
   m.impl("renorm", TORCH_FN(renorm_functional));
   m.impl("renorm.out", TORCH_FN(renorm_out_kernel));
   m.impl("renorm_", TORCH_FN(renorm_inplace));
