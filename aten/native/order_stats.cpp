@@ -214,15 +214,19 @@ std::tuple<Tensor, Tensor> mode(const Tensor& self, int64_t dim, bool keepdim) {
   return {values, indices};
 }
 
-// mode.values: ATen's composite out= form admits CPU, CUDA and XPU only; the same checks, then mode above.
+// mode.values: ATen's composite out= form admits CPU, CUDA and XPU only; its checks, then mode above.
 std::tuple<Tensor&, Tensor&> mode_out(const Tensor& self, int64_t dim, bool keepdim, Tensor& values, Tensor& indices) {
   check_out_device(values, self.device(), "mode");
   check_out_device(indices, self.device(), "mode");
-  TORCH_CHECK(self.scalar_type() == values.scalar_type(), "mode(): expected scalar type '", self.scalar_type(),
+  TORCH_CHECK(self.scalar_type() == values.scalar_type(), "expected scalar type '", self.scalar_type(),
               "' but got '", values.scalar_type(), "' for values output");
-  TORCH_CHECK(indices.scalar_type() == at::kLong, "mode(): expected scalar type '", at::kLong, "' but got '",
+  TORCH_CHECK(indices.scalar_type() == at::kLong, "expected scalar type '", at::kLong, "' but got '",
               indices.scalar_type(), "' for indices output");
   auto [v, i] = at::mode(self, dim, keepdim);
+  if (self.dim() == 0) {  // as CPU: a scalar's mode takes the out= tensors to 0-dim without a resize warning
+    values.resize_({});
+    indices.resize_({});
+  }
   at::native::resize_output(values, v.sizes());
   at::native::resize_output(indices, i.sizes());
   values.copy_(v);
