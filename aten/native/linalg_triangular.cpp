@@ -42,6 +42,9 @@ Tensor& solve_triangular_out(const Tensor& A, const Tensor& B, bool upper, bool 
   check_same_device({A, B});
   check_out_device(out, A.device(), "linalg_solve_triangular");  // CPU inputs with a device out= crashed
   check_lapack_dtype(A, "linalg_solve_triangular");
+  // As CPU's: the out= is of the solve's dtype (another reached the kernels, whose build failed for int64).
+  const auto type = at::promote_types(A.scalar_type(), B.scalar_type());
+  TORCH_CHECK(out.scalar_type() == type, "expected scalar type ", type, " but found ", out.scalar_type());
   return at::native::linalg_solve_triangular_out(A, B, upper, left, unitriangular, out);
 }
 
