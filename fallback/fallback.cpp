@@ -30,6 +30,7 @@
 #include <utility>
 
 #include "aten/generator.h"
+#include "aten/kernel_support/out_arguments.h"
 
 namespace torch_opencl {
 namespace {
@@ -206,7 +207,11 @@ struct CallDevices {
 CallDevices check_devices(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> arguments) {
   CallDevices d;
   std::optional<c10::Device> stray;  // a CPU (or other) tensor that may not mix with opencl ones
-  for (const auto& v : arguments) {
+  std::vector<at::Tensor> written;   // in-place and out= tensors: on the opencl device, CPU scalars too
+  const auto& schema_args = op.schema().arguments();
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const auto& v = arguments[i];
+    if (is_write(schema_args[i])) for_each_tensor(v, [&](const at::Tensor& t, bool) { written.push_back(t); });
     if (v.isDevice()) {
       d.device_arg = v.toDevice();
       continue;
@@ -227,6 +232,10 @@ CallDevices check_devices(const c10::OperatorHandle& op, c10::ArrayRef<c10::IVal
     });
   }
   if (stray && d.tensor_device) two_devices(*d.tensor_device, *stray);
+  if (d.tensor_device) {
+    const std::string name = operator_name(op);
+    for (const at::Tensor& t : written) check_out_device(t, *d.tensor_device, name.c_str());
+  }
   return d;
 }
 

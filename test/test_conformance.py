@@ -3,7 +3,8 @@ the opencl device, compared by test/_opinfo_harness.py (forward, non-contiguous 
 variants, mutated inputs, gradients). Known mismatches are listed in test/conformance_xfail.txt;
 every listed (op, dtype) runs here as well, and a listed entry that starts passing fails the test
 (XPASS) so the list only shrinks.
-The full sweep over every OpInfo and dtype is scripts/conformance.sh."""
+The full sweep over every OpInfo and dtype is scripts/conformance.sh; TestCommon's checks (out=, variants)
+run over every OpInfo in test_conformance_common.py."""
 import pytest
 import torch
 

@@ -10,6 +10,7 @@
 #include "aten/native/blas.h"
 #include "aten/native/gemm_integer.h"
 #include "aten/kernel_support/dtype_fallback.h"
+#include "aten/kernel_support/out_arguments.h"
 #include "aten/kernel_support/structured.h"
 #include "fallback/fallback.h"
 
@@ -266,9 +267,22 @@ at::Tensor dot_op(const at::Tensor& self, const at::Tensor& other) {
   return out;
 }
 
+// addr.out: ATen's composite form copies its result into the out= tensor on whatever device it is; CPU's
+// and CUDA's kernels refuse an out= on another device or of a dtype the result cannot be cast to.
+at::Tensor& addr_out(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2, const at::Scalar& beta,
+                     const at::Scalar& alpha, at::Tensor& result) {
+  const at::Tensor value = at::addr(self, vec1, vec2, beta, alpha);
+  check_out_device(result, value.device(), "addr");
+  check_out_dtype(value.scalar_type(), result, "addr");
+  at::native::resize_output(result, value.sizes());
+  result.copy_(value);
+  return result;
+}
+
 }  // namespace
 
 TOCL_LIBRARY_IMPL(m) {
+  m.impl("addr.out", TORCH_FN(addr_out));
   m.impl("mm", TORCH_FN(mm));
   m.impl("mm.out", TORCH_FN(mm_out));
   m.impl("bmm", TORCH_FN(bmm));

@@ -12,6 +12,7 @@
 
 #include "aten/kernel_support/dtype_fallback.h"
 #include "aten/kernel_support/kernel_program.h"
+#include "aten/kernel_support/out_arguments.h"
 #include "aten/kernel_support/structured.h"
 #include "aten/native/linalg_kernels.h"
 
@@ -39,7 +40,11 @@ Tensor solve_triangular(const Tensor& A, const Tensor& B, bool upper, bool left,
 
 Tensor& solve_triangular_out(const Tensor& A, const Tensor& B, bool upper, bool left, bool unitriangular, Tensor& out) {
   check_same_device({A, B});
+  check_out_device(out, A.device(), "linalg_solve_triangular");  // CPU inputs with a device out= crashed
   check_lapack_dtype(A, "linalg_solve_triangular");
+  // As CPU's: the out= is of the solve's dtype (another reached the kernels, whose build failed for int64).
+  const auto type = at::promote_types(A.scalar_type(), B.scalar_type());
+  TORCH_CHECK(out.scalar_type() == type, "expected scalar type ", type, " but found ", out.scalar_type());
   return at::native::linalg_solve_triangular_out(A, B, upper, left, unitriangular, out);
 }
 

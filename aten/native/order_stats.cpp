@@ -22,6 +22,7 @@
 #include "aten/kernel_support/dtype_fallback.h"
 #include "aten/kernel_support/kernel_program.h"
 #include "aten/kernel_support/opencl_tensor.h"
+#include "aten/kernel_support/out_arguments.h"
 #include "aten/native/sort.h"
 #include "runtime/kernel_forms.h"
 
@@ -213,6 +214,26 @@ std::tuple<Tensor, Tensor> mode(const Tensor& self, int64_t dim, bool keepdim) {
   return {values, indices};
 }
 
+// mode.values: ATen's composite out= form admits CPU, CUDA and XPU only; its checks, then mode above.
+std::tuple<Tensor&, Tensor&> mode_out(const Tensor& self, int64_t dim, bool keepdim, Tensor& values, Tensor& indices) {
+  check_out_device(values, self.device(), "mode");
+  check_out_device(indices, self.device(), "mode");
+  TORCH_CHECK(self.scalar_type() == values.scalar_type(), "expected scalar type '", self.scalar_type(),
+              "' but got '", values.scalar_type(), "' for values output");
+  TORCH_CHECK(indices.scalar_type() == at::kLong, "expected scalar type '", at::kLong, "' but got '",
+              indices.scalar_type(), "' for indices output");
+  auto [v, i] = at::mode(self, dim, keepdim);
+  if (self.dim() == 0) {  // as CPU: a scalar's mode takes the out= tensors to 0-dim without a resize warning
+    values.resize_({});
+    indices.resize_({});
+  }
+  at::native::resize_output(values, v.sizes());
+  at::native::resize_output(indices, i.sizes());
+  values.copy_(v);
+  indices.copy_(i);
+  return {values, indices};
+}
+
 }  // namespace
 
 TOCL_LIBRARY_IMPL(m) {
@@ -222,6 +243,7 @@ TOCL_LIBRARY_IMPL(m) {
   m.impl("nanmedian", TORCH_FN(nanmedian));
   m.impl("nanmedian.dim_values", TORCH_FN(nanmedian_dim_out));
   m.impl("mode", TORCH_FN(mode));
+  m.impl("mode.values", TORCH_FN(mode_out));
 }
 
 }  // namespace torch_opencl

@@ -26,7 +26,14 @@ at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c
   AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "arange_opencl", [&] {
     size = at::native::compute_arange_size<scalar_t>(start, end, step);
   });
-  if (out.numel() != size) out.resize_({size});  // as CPU: an out of the right numel keeps its shape
+  if (out.numel() != size) {  // as CPU: an out of the right numel keeps its shape; one with elements warns
+    if (out.numel() > 0)
+      TORCH_WARN("The number of elements in the out tensor of shape ", out.sizes(), " is ", out.numel(),
+                 " which does not match the computed number of elements ", size,
+                 ". Note that this may occur as a result of rounding error. "
+                 "The out tensor will be resized to a tensor of shape (", size, ",).");
+    out.resize_({size});
+  }
   if (size == 0) return out;
   const int device = out.device().index();
   const bool floating = at::isFloatingType(out.scalar_type());

@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "aten/kernel_support/dtype_fallback.h"
+#include "aten/kernel_support/out_arguments.h"
 #include "aten/native/reduce.h"
 #include "aten/kernel_support/structured.h"
 
@@ -59,7 +60,10 @@ using OptType = std::optional<c10::ScalarType>;
 
 REDUCE_OP(sum_dim, structured_sum_dim_IntList, (, OptDims dim, bool keepdim, OptType dtype), (, dim, keepdim, dtype),
           reduce_into(self, mask_of(self, dim), keepdim, out, ReduceOp::Sum, sum_acc(out.scalar_type())))
+// ATen's meta function takes an out='s dtype as given; CPU's kernel (a sum divided in place) then refuses a mean
+// of floats written to an integer out=, and so do we, rather than truncate.
 REDUCE_OP(mean_dim, structured_mean_dim, (, OptDims dim, bool keepdim, OptType dtype), (, dim, keepdim, dtype),
+          check_out_dtype(self.scalar_type(), out, "mean");
           reduce_into(self, mask_of(self, dim), keepdim, out, ReduceOp::Mean, accumulate_dtype(out.scalar_type())))
 REDUCE_OP(prod_dim, structured_prod_dim_int, (, int64_t dim, bool keepdim, OptType dtype), (, dim, keepdim, dtype),
           reduce_into(self, mask_of_dim(self, dim), keepdim, out, ReduceOp::Prod, sum_acc(out.scalar_type())))
@@ -180,6 +184,8 @@ Tensor& nansum_out(const Tensor& self, OptDims dim, bool keepdim, OptType dtype,
   const auto type = dtype.value_or(result.scalar_type());
   TORCH_CHECK(result.scalar_type() == type, "nansum: provided dtype must match dtype of result. Got ",
               result.scalar_type(), " and ", type, ".");
+  // CPU's and CUDA's nansum kernels exist for float types only: floats are not summed into an integer.
+  check_out_dtype(self.scalar_type(), result, "nansum");
   const auto mask = mask_of(self, dim);
   at::native::resize_output(result, at::native::shape_from_dim_mask(self, mask, keepdim));
   reduce_into(self, mask, keepdim, result, ReduceOp::NanSum, sum_acc(type));
