@@ -10,6 +10,14 @@ typedef struct {
   long C, H, W, KH, KW, PH, PW, SH, SW, DH, DW, OH, OW;
 } ConvShape;
 
+// The outputs ox of a row whose tap kj reads inside the input row: 0 <= ox * SW + off < W, off = kj * DW - PW.
+// The rows forms loop over them without a bounds check, so the compiler can vectorise along the row.
+inline long2 tap_outputs(long off, ConvShape g) {
+  const long hi = g.W - 1 - off >= 0 ? min((g.W - 1 - off) / g.SW + 1, g.OW) : 0;
+  const long lo = off >= 0 ? 0 : (-off + g.SW - 1) / g.SW;
+  return (long2)(min(lo, hi), hi);
+}
+
 // out[n, o, oy, ox] for the plane of (n, o).
 inline T depthwise_out(__global const T* x_plane, __global const T* w_o, ConvShape g, long oy, long ox) {
   T acc = 0;
@@ -56,9 +64,24 @@ __kernel void depthwise_forward_rows(__global const T* x, ulong x_off, __global 
   const long oy = i % g.OH, no = i / g.OH, o = no % O, n = no / O;
   __global const T* x_plane = x + x_off + (n * g.C + o / M) * g.H * g.W;
   __global const T* w_o = w + w_off + o * g.KH * g.KW;
-  const T b = has_bias ? bias[bias_off + o] : (T)0;
   __global T* row = out + out_off + i * g.OW;
-  for (long ox = 0; ox < g.OW; ++ox) row[ox] = depthwise_out(x_plane, w_o, g, oy, ox) + b;
+  for (long ox = 0; ox < g.OW; ++ox) row[ox] = 0;
+  // Tap by tap along the row (each output's taps still add in (ki, kj) order).
+  for (long ki = 0; ki < g.KH; ++ki) {
+    const long y = oy * g.SH - g.PH + ki * g.DH;
+    if (y < 0 || y >= g.H) continue;
+    __global const T* x_row = x_plane + y * g.W;
+    for (long kj = 0; kj < g.KW; ++kj) {
+      const long off = kj * g.DW - g.PW;
+      const long2 r = tap_outputs(off, g);
+      const T wv = w_o[ki * g.KW + kj];
+      for (long ox = r.x; ox < r.y; ++ox) row[ox] += x_row[ox * g.SW + off] * wv;
+    }
+  }
+  if (has_bias) {
+    const T b = bias[bias_off + o];
+    for (long ox = 0; ox < g.OW; ++ox) row[ox] += b;
+  }
 }
 
 __kernel void depthwise_forward(__global const T* x, ulong x_off, __global const T* w, ulong w_off,
@@ -80,7 +103,26 @@ __kernel void depthwise_input_grad_rows(__global const T* go, ulong go_off, __gl
   const long y = i % g.H, nc = i / g.H, c = nc % g.C, n = nc / g.C;
   __global const T* go_n = go + go_off + n * g.C * M * g.OH * g.OW;
   __global T* row = gi + gi_off + i * g.W;
-  for (long x = 0; x < g.W; ++x) row[x] = depthwise_in(go_n, w + w_off, g, M, c, y, x);
+  for (long x = 0; x < g.W; ++x) row[x] = 0;
+  // The forward's taps in reverse: output row oy's tap (ki, kj) read input row y at ox * SW + off.
+  for (long j = 0; j < M; ++j) {
+    const long o = c * M + j;
+    __global const T* go_plane = go_n + o * g.OH * g.OW;
+    __global const T* w_o = w + w_off + o * g.KH * g.KW;
+    for (long ki = 0; ki < g.KH; ++ki) {
+      const long ty = y + g.PH - ki * g.DH;
+      if (ty < 0 || ty % g.SH) continue;
+      const long oy = ty / g.SH;
+      if (oy >= g.OH) continue;
+      __global const T* go_row = go_plane + oy * g.OW;
+      for (long kj = 0; kj < g.KW; ++kj) {
+        const long off = kj * g.DW - g.PW;
+        const long2 r = tap_outputs(off, g);
+        const T wv = w_o[ki * g.KW + kj];
+        for (long ox = r.x; ox < r.y; ++ox) row[ox * g.SW + off] += go_row[ox] * wv;
+      }
+    }
+  }
 }
 
 __kernel void depthwise_input_grad(__global const T* go, ulong go_off, __global const T* w, ulong w_off,
@@ -123,6 +165,8 @@ __kernel void depthwise_weight_grad_rows(__global const T* go, ulong go_off, __g
   const long e = get_global_id(0);
   if (e >= total) return;
   const long kj = e % g.KW, ki = (e / g.KW) % g.KH, o = e / (g.KH * g.KW);
+  const long off = kj * g.DW - g.PW;
+  const long2 r = tap_outputs(off, g);
   T acc = 0;
   for (long n = 0; n < N; ++n) {
     __global const T* go_plane = go + go_off + (n * O + o) * g.OH * g.OW;
@@ -130,10 +174,9 @@ __kernel void depthwise_weight_grad_rows(__global const T* go, ulong go_off, __g
     for (long oy = 0; oy < g.OH; ++oy) {
       const long y = oy * g.SH - g.PH + ki * g.DH;
       if (y < 0 || y >= g.H) continue;
-      for (long ox = 0; ox < g.OW; ++ox) {
-        const long xx = ox * g.SW - g.PW + kj * g.DW;
-        if (xx >= 0 && xx < g.W) acc += go_plane[oy * g.OW + ox] * x_plane[y * g.W + xx];
-      }
+      __global const T* go_row = go_plane + oy * g.OW;
+      __global const T* x_row = x_plane + y * g.W + off;
+      for (long ox = r.x; ox < r.y; ++ox) acc += go_row[ox] * x_row[ox * g.SW];
     }
   }
   gw[gw_off + e] = acc;
