@@ -125,4 +125,5 @@ def test_a_reused_pinned_buffer_does_not_grow_the_process():
     words = proc.stdout.split()
     growth_kb = int(words[words.index("GROWTH_KB") + 1])
     assert words[words.index("EQUAL") + 1] == "True"
-    assert growth_kb < 1024, f"40000 asynchronous pinned copies grew the process by {growth_kb} kB"
+    # Before: +12 MB. Now what remains is how full the driver's bounded queue happened to be (0-0.8 MB).
+    assert growth_kb < 2048, f"40000 asynchronous pinned copies grew the process by {growth_kb} kB"
