@@ -421,6 +421,8 @@ ADDRESS_LIMIT_CHILD = r"""
 import resource, torch
 x = torch.ones(16, device="opencl")
 assert x.sum().item() == 16  # the kernels used below are compiled before the limit
+assert torch.ones(32 << 20, device="opencl")[-1].item() == 1.0
+torch.opencl.empty_cache()
 vm = int(next(l for l in open("/proc/self/status") if l.startswith("VmSize")).split()[1]) * 1024
 resource.setrlimit(resource.RLIMIT_AS, (vm + (1 << 30), resource.RLIM_INFINITY))
 kept = []
