@@ -12,6 +12,7 @@
 #include "runtime/device.h"
 #include "runtime/error.h"
 #include "runtime/event.h"
+#include "runtime/host_memory_limit.h"
 #include "runtime/stream.h"
 
 namespace tocl {
@@ -105,6 +106,7 @@ struct CachingAllocator::Impl {
   std::map<uintptr_t, uint64_t> free_addresses;  // virtual address ranges not in use
   AllocatorStats stats;
   uint64_t limit = 0;
+  std::string host_refusal;  // why the last new segment did not fit the process's memory limits, or ""
 
   explicit Impl(int d) : device(d) {
     const uint64_t base = (static_cast<uint64_t>(d) + 1) << kAddressBits;
@@ -189,6 +191,10 @@ struct CachingAllocator::Impl {
     const auto& info = device_info(device);
     const uint64_t reserved = static_cast<uint64_t>(stats.reserved_bytes[kAllPools].current);
     if (bytes > info.max_alloc_size || reserved + bytes > limit) return nullptr;
+    // A CPU device's buffers are mapped by this process when first used; past ulimit -v that fails in the
+    // driver, which aborts.
+    host_refusal = (info.type & CL_DEVICE_TYPE_CPU) ? host_limit_refusal(bytes) : "";
+    if (!host_refusal.empty()) return nullptr;
     cl_int status = CL_SUCCESS;
     cl_mem buffer = clCreateBuffer(context(device), CL_MEM_READ_WRITE, bytes, nullptr, &status);
     if (status == CL_MEM_OBJECT_ALLOCATION_FAILURE || status == CL_OUT_OF_RESOURCES ||
@@ -344,6 +350,8 @@ void* CachingAllocator::allocate(size_t bytes, int stream) {
       std::string why = segment_size(size) > info.max_alloc_size
                             ? "the request exceeds the largest single buffer the device allows (" +
                                   format_bytes(info.max_alloc_size) + ")"
+                        : !m.host_refusal.empty()
+                            ? m.host_refusal
                             : "the device has no more memory for it (limit " + format_bytes(m.limit) + ")";
       throw OutOfMemoryError("OpenCL out of memory: tried to allocate " + format_bytes(bytes) + " on opencl:" +
                              std::to_string(device_) + " (" + info.name + "), but " + why + ". " +

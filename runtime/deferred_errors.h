@@ -51,12 +51,14 @@ struct RecordedError {
   int device;
   std::string site;     // the name given to error_site
   std::string message;  // the site's description of the record
+  std::string also;     // "" or the other errors the same wait found, in the order their ops ran
 };
 // aten/ installs a reporter that raises the framework's error type; without one, tocl::Error is thrown.
 void set_recorded_error_reporter(void (*reporter)(const RecordedError&));
 
 // Called by the runtime's waits once `stream`'s work (every stream's, for stream -1) has finished: reads
-// the records armed there and, if one holds an error, clears the flagged records and reports the first.
+// the records armed there and, if one holds an error, clears the flagged records and reports the first
+// (in the order the ops were armed), naming the others in it: none is lost.
 void raise_recorded_errors(int device, int stream);
 
 }  // namespace tocl

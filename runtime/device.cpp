@@ -11,6 +11,7 @@
 
 #include "runtime/error.h"
 #include "runtime/kernel_forms.h"
+#include "runtime/pocl_cache.h"
 
 namespace tocl {
 namespace {
@@ -104,6 +105,8 @@ DeviceInfo query_device(const PlatformInfo& p, cl_device_id id, int index) {
 std::vector<PlatformInfo> discover() {
   std::vector<PlatformInfo> result;
   cl_uint count = 0;
+  // PoCL reads its cache directory when its platform starts, here: it must be usable and whole before.
+  prepare_pocl_cache();
   // Drivers start their threads here (PoCL does): a process forked after this cannot use them.
   mark_initialized();
   // No ICD installed (or none that loads) is "not available", not an error.
@@ -200,6 +203,9 @@ Selection select(const std::vector<PlatformInfo>& all) {
       selection_error("OpenCL device selection was requested by environment variables, but no OpenCL device exists.");
     sel.reason = all.empty() ? "no OpenCL platform is installed (no ICD found)"
                              : "no OpenCL platform reports a device";
+    const auto& pocl = prepare_pocl_cache();
+    if (!all.empty() && !pocl.problem.empty())
+      sel.reason += " (PoCL's kernel cache directory " + pocl.directory + " cannot be used: " + pocl.problem + ")";
     return sel;
   }
   cl_device_type mask = type_from_env(type_env);
@@ -326,6 +332,13 @@ int device_count() { return static_cast<int>(selection().devices.size()); }
 
 const DeviceInfo& device_info(int index) {
   const auto& devices = selection().devices;
+  if (devices.empty())
+    throw Error("OpenCL device index " + std::to_string(index) + " cannot be used: no OpenCL device is available (" +
+                selection().reason + ").\nCheck that `clinfo` lists a device; for PoCL, that its kernel cache "
+                "directory (POCL_CACHE_DIR, else $XDG_CACHE_HOME/pocl/kcache or ~/.cache/pocl/kcache) can be "
+                "created and written; for a GPU, that its driver's ICD is installed and this user may open the "
+                "device (the render or video group).\nOpenCL platforms and devices on this machine:\n" +
+                describe_platforms());
   if (index < 0 || index >= static_cast<int>(devices.size()))
     throw Error("OpenCL device index " + std::to_string(index) + " is out of range: " +
                 std::to_string(devices.size()) + " device(s) are selected (opencl:0.." +

@@ -1,23 +1,41 @@
 #include "runtime/host_allocator.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <map>
+#include <string>
 #include <mutex>
 #include <vector>
 
 #include "runtime/device.h"
 #include "runtime/error.h"
 #include "runtime/event.h"
+#include "runtime/host_memory_limit.h"
 #include "runtime/stream.h"
 
 namespace tocl {
 namespace {
 
+// The last asynchronous copy of a block on one stream. Streams are in-order queues, so that copy
+// finishing means every earlier one on the stream has finished too: one event per stream is enough.
+// Copies enqueued faster than the device runs them wait in the driver's queue (PoCL holds ~50 bytes a
+// command): as CUDA's bounded queue does, the host waits once a block has this many in flight on a stream.
+constexpr int kCopiesInFlight = 512;
+
+struct StreamUse {
+  int device = -1;
+  int stream = -1;
+  Event event;       // after the last copy
+  Event checkpoint;  // after the copy kCopiesInFlight before the last checkpoint's
+  int since_checkpoint = 0;
+};
+
 struct HostBlock {
   size_t size = 0;
   cl_mem buffer = nullptr;      // the mapped buffer, or nullptr for plain aligned memory
   bool in_use = false;
-  std::vector<Event> uses;      // asynchronous copies still to finish
+  std::vector<StreamUse> uses;  // asynchronous copies still to finish, the last one per stream
 };
 
 constexpr size_t kPage = 4096;
@@ -38,6 +56,11 @@ struct HostAllocator {
   // Memory from the driver: a mapped host-side buffer on device 0 where there is one.
   void* create(size_t size, cl_mem* buffer) {
     *buffer = nullptr;
+    // Past the process's memory limit the driver's mapping would fail where PoCL asserts.
+    const std::string refusal = host_limit_refusal(size);
+    if (!refusal.empty())
+      throw OutOfMemoryError("Out of host memory: could not allocate " + std::to_string(size) +
+                             " bytes of pinned memory: " + refusal + ".");
     if (device_count() > 0) {
       cl_int status = CL_SUCCESS;
       cl_mem mem = clCreateBuffer(context(0), CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, size, nullptr, &status);
@@ -71,8 +94,8 @@ struct HostAllocator {
   }
 
   static bool idle(HostBlock& block) {
-    for (const auto& e : block.uses)
-      if (!e.query()) return false;
+    for (const auto& use : block.uses)
+      if (!use.event.query()) return false;
     block.uses.clear();
     return true;
   }
@@ -137,12 +160,28 @@ bool is_pinned(const void* ptr) {
 
 void host_record_use(const void* ptr, int device, int stream) {
   auto& h = host();
-  std::lock_guard<std::mutex> lock(h.mutex);
-  auto it = h.containing(ptr);
-  if (it == h.blocks.end()) return;
-  Event e;
-  e.record(device, stream);
-  it->second.uses.push_back(std::move(e));
+  Event wait_for;  // waited on outside the lock, so other threads' pinned memory does not wait with it
+  {
+    std::lock_guard<std::mutex> lock(h.mutex);
+    auto it = h.containing(ptr);
+    if (it == h.blocks.end()) return;
+    // A buffer that stays pinned and is copied again and again (a prefetch's staging buffer) keeps one
+    // event per stream, not one per copy.
+    auto& uses = it->second.uses;
+    auto use = std::find_if(uses.begin(), uses.end(),
+                            [&](const StreamUse& u) { return u.device == device && u.stream == stream; });
+    if (use == uses.end()) {
+      uses.push_back(StreamUse{device, stream, Event(), Event(), 0});
+      use = std::prev(uses.end());
+    }
+    use->event.record(device, stream);
+    if (++use->since_checkpoint >= kCopiesInFlight) {
+      wait_for = std::move(use->checkpoint);  // at most 2 * kCopiesInFlight copies stay queued
+      use->checkpoint = use->event;
+      use->since_checkpoint = 0;
+    }
+  }
+  wait_for.synchronize();
 }
 
 void host_empty_cache() {

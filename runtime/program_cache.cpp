@@ -21,12 +21,16 @@
 #include "runtime/embedded_sources.h"
 #include "runtime/error.h"
 #include "runtime/kernel_forms.h"
+#include "runtime/pocl_cache.h"
 #include "runtime/stream.h"
 
 namespace tocl {
 namespace {
 
-constexpr char kMagic[8] = {'T', 'O', 'C', 'L', 'B', 'I', 'N', '1'};
+// Version 2 entries name the program they hold (the key their file is named for): an entry whose file
+// holds another program (copied or renamed by hand, or written by a version-1 build) is rebuilt.
+constexpr char kMagic[8] = {'T', 'O', 'C', 'L', 'B', 'I', 'N', '2'};
+constexpr size_t kKeyLength = 32;  // hash_hex's digits
 
 uint64_t fnv1a(const std::string& text, uint64_t seed) {
   uint64_t h = seed;
@@ -85,18 +89,22 @@ bool make_private_dirs(const std::string& path) {
   return true;
 }
 
-// Reads a cache file; an empty result means absent or broken (then removed).
-std::vector<unsigned char> read_entry(const std::string& path, bool* corrupt) {
+// Reads a cache file that must hold the program `key` names; an empty result means absent or broken (then
+// removed).
+std::vector<unsigned char> read_entry(const std::string& path, const std::string& key, bool* corrupt) {
   *corrupt = false;
   std::ifstream in(path, std::ios::binary);
   if (!in) return {};
   char magic[8];
+  char stored_key[kKeyLength];
   uint64_t size = 0, checksum = 0;
   std::vector<unsigned char> payload;
   in.read(magic, 8);
+  in.read(stored_key, kKeyLength);
   in.read(reinterpret_cast<char*>(&size), sizeof(size));
   in.read(reinterpret_cast<char*>(&checksum), sizeof(checksum));
-  bool ok = in && std::memcmp(magic, kMagic, 8) == 0 && size > 0 && size < (1ull << 31);
+  bool ok = in && std::memcmp(magic, kMagic, 8) == 0 && key.size() == kKeyLength &&
+            std::memcmp(stored_key, key.data(), kKeyLength) == 0 && size > 0 && size < (1ull << 31);
   if (ok) {
     payload.resize(size);
     in.read(reinterpret_cast<char*>(payload.data()), static_cast<std::streamsize>(size));
@@ -112,7 +120,7 @@ std::vector<unsigned char> read_entry(const std::string& path, bool* corrupt) {
 }
 
 // Writes atomically (temporary file, then rename) so readers never see half a file.
-void write_entry(const std::string& path, const std::vector<unsigned char>& payload) {
+void write_entry(const std::string& path, const std::string& key, const std::vector<unsigned char>& payload) {
   const std::string tmp = path + ".tmp" + std::to_string(getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -120,6 +128,7 @@ void write_entry(const std::string& path, const std::vector<unsigned char>& payl
     const uint64_t size = payload.size();
     const uint64_t checksum = fnv1a(std::string(payload.begin(), payload.end()), 14695981039346656037ull);
     out.write(kMagic, 8);
+    out.write(key.data(), kKeyLength);
     out.write(reinterpret_cast<const char*>(&size), sizeof(size));
     out.write(reinterpret_cast<const char*>(&checksum), sizeof(checksum));
     out.write(reinterpret_cast<const char*>(payload.data()), static_cast<std::streamsize>(size));
@@ -225,6 +234,9 @@ bool binaries_worth_keeping(const DeviceInfo& info, int forced) {
 // "" when nothing is kept between runs.
 std::string cache_location(const DeviceInfo& info) {
   if (!info.is_pocl()) return cache_dir();
+  // A private temporary directory (the usual one could not be used) is removed at exit: nothing is kept.
+  const auto& pocl = prepare_pocl_cache();
+  if (pocl.used != pocl.directory) return "";
   const char* pocl_dir = std::getenv("POCL_CACHE_DIR");
   return std::string(pocl_dir && *pocl_dir ? pocl_dir : "~/.cache/pocl/kcache") + " (PoCL's own cache)";
 }
@@ -235,8 +247,9 @@ void notice_compiling(Cache& c, const DeviceInfo& info) {
   if (c.noticed || !c.notice_enabled || c.compile_seconds < 1.0) return;
   c.noticed = true;
   const std::string location = cache_location(info);
-  const std::string kept = location.empty() ? "not kept after this run: TORCH_OPENCL_CACHE=0"
-                                            : "cached in " + location + " after this run";
+  const std::string kept = !location.empty() ? "cached in " + location + " after this run"
+                           : info.is_pocl() ? "not kept after this run: PoCL's cache directory cannot be used"
+                                            : "not kept after this run: TORCH_OPENCL_CACHE=0";
   std::fprintf(stderr,
                "torch_opencl: compiling OpenCL kernels for %s on first use (%s; `python -m torch_opencl warmup` "
                "compiles the common ones ahead of time)\n",
@@ -300,14 +313,13 @@ cl_program get_program(int device, const std::string& source, const std::string&
   try {
     const auto& info = device_info(device);
     const std::string dir = cache_dir();
-    std::string path;
+    std::string path, entry_key;
     if (!dir.empty()) {
-      path = dir + "/" +
-             hash_hex(source_hash + '\n' + options + '\n' + info.name + '\n' + info.platform_name + '\n' +
-                      info.driver_version + '\n' + info.device_version) +
-             ".bin";
+      entry_key = hash_hex(source_hash + '\n' + options + '\n' + info.name + '\n' + info.platform_name + '\n' +
+                           info.driver_version + '\n' + info.device_version);
+      path = dir + "/" + entry_key + ".bin";
       bool corrupt = false;
-      const auto binary = read_entry(path, &corrupt);
+      const auto binary = read_entry(path, entry_key, &corrupt);
       if (corrupt) counted.corrupt_files++;
       if (!binary.empty()) {
         program = build_from_binary(device, binary, options, &seconds);
@@ -323,7 +335,7 @@ cl_program get_program(int device, const std::string& source, const std::string&
       program = build_from_source(device, source, options, &seconds);
       counted.source_builds++;
       if (!path.empty() && binaries_worth_keeping(info, forced_binaries) && make_private_dirs(dir))
-        write_entry(path, program_binary(program));
+        write_entry(path, entry_key, program_binary(program));
     }
   } catch (const BuildError& e) {
     lock.lock();

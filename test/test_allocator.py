@@ -415,3 +415,40 @@ def test_torch_accelerator_memory_api():
     assert free == total - torch.opencl.memory_reserved()
     torch.accelerator.empty_cache()
     assert torch.opencl.memory_reserved() == stats()["reserved_bytes.all.current"]
+
+
+ADDRESS_LIMIT_CHILD = r"""
+import resource, torch
+x = torch.ones(16, device="opencl")
+assert x.sum().item() == 16  # the kernels used below are compiled before the limit
+assert torch.ones(32 << 20, device="opencl")[-1].item() == 1.0
+torch.opencl.empty_cache()
+vm = int(next(l for l in open("/proc/self/status") if l.startswith("VmSize")).split()[1]) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (vm + (1 << 30), resource.RLIM_INFINITY))
+kept = []
+try:
+    for _ in range(64):  # 8 GiB in all, far past the limit
+        kept.append(torch.ones(32 << 20, device="opencl"))  # 128 MiB, filled: the driver allocates it now
+        assert kept[-1][-1].item() == 1.0
+    print("NO_ERROR")
+except torch.OutOfMemoryError as e:
+    print("OOM_AFTER", len(kept), "|", e)
+kept.clear()
+torch.opencl.empty_cache()
+print("RECOVERED", torch.ones(16, device="opencl").sum().item())
+"""
+
+
+def test_a_process_memory_limit_is_an_out_of_memory_error_not_a_crash():
+    # Under ulimit -v, PoCL's lazy allocation of a buffer failed inside the driver, which asserted
+    # (pocl_util.c) and killed the process. A CPU device's memory is the process's: the allocator raises
+    # torch.OutOfMemoryError first, and the device keeps working once memory is freed.
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", ADDRESS_LIMIT_CHILD], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "RECOVERED 16.0" in proc.stdout, proc.stdout
+    if torch.opencl.get_device_properties(0).type == "cpu":
+        assert "OOM_AFTER" in proc.stdout, proc.stdout
+        assert "address-space (ulimit -v) limit" in proc.stdout, proc.stdout

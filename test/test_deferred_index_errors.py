@@ -158,3 +158,31 @@ def test_an_error_no_wait_raised_is_printed_at_exit():
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "at exit, an error no wait had raised: IndexError: index out of range in self" in done.stderr, done.stderr
+
+
+def test_two_bad_indices_before_one_wait_are_both_reported():
+    # An embedding index, then an nll_loss target, both bad, queued before one wait: the first raises and
+    # names the second (in the GPU class, where both are recorded); elsewhere the first raises at its call.
+    weight = torch.randn(5, 3)
+    idx_bad, t_bad = torch.tensor([0, 9]), torch.tensor([0, 11])
+    logp = torch.randn(2, 4).log_softmax(1)
+    with native_only():
+        wd, ld = weight.to(DEV), logp.to(DEV)
+        if DEFERRED:
+            F.embedding(idx_bad.to(DEV), wd)
+            F.nll_loss(ld, t_bad.to(DEV))
+            with pytest.raises(IndexError) as info:
+                torch.opencl.synchronize()
+            message = str(info.value)
+            assert message.startswith("index out of range in self (recorded by index_select"), message
+            assert "Also recorded before the same wait: nll_loss" in message, message
+            assert "Target 11 is out of bounds" in message, message
+        else:
+            with pytest.raises(IndexError):
+                F.embedding(idx_bad.to(DEV), wd)
+            with pytest.raises(IndexError, match="Target 11 is out of bounds"):
+                F.nll_loss(ld, t_bad.to(DEV))
+        torch.opencl.synchronize()  # both were raised: nothing left
+        good = torch.tensor([0, 3])
+        assert_same_as_cpu(F.embedding(good.to(DEV), wd), F.embedding(good, weight))
+        assert_same_as_cpu(F.nll_loss(ld, good.to(DEV)), F.nll_loss(logp, good))

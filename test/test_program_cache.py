@@ -107,6 +107,22 @@ def test_corrupt_cache_file_is_removed_and_rebuilt(tmp_path, damage):
     assert run_child(cache_dir)["stats"]["disk_loads"] == 1
 
 
+def test_an_entry_holding_another_program_is_rebuilt(tmp_path):
+    # An entry whose file holds another program (copied or renamed by hand, or a hash collision) was
+    # loaded and its kernel then missing (CL_INVALID_KERNEL_NAME): it is rebuilt from the source asked for.
+    other = SOURCE.replace("scale", "shift").replace("*= a", "+= a")
+    cache_dir = tmp_path / "cache"
+    run_child(cache_dir)
+    (ours,) = entries(cache_dir)
+    run_child(cache_dir, source=other)
+    (theirs,) = [p for p in entries(cache_dir) if p != ours]
+    ours.write_bytes(theirs.read_bytes())
+    rebuilt = run_child(cache_dir)
+    assert rebuilt["stats"]["corrupt_files"] == 1
+    assert rebuilt["stats"]["source_builds"] == 1 and rebuilt["stats"]["disk_loads"] == 0
+    assert run_child(cache_dir)["stats"]["disk_loads"] == 1
+
+
 def test_disk_cache_disabled_writes_nothing(tmp_path):
     cache_dir = tmp_path / "cache"
     result = run_child(cache_dir, TORCH_OPENCL_CACHE="0")

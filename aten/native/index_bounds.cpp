@@ -120,7 +120,7 @@ void report_recorded_error(const tocl::RecordedError& e) {
   TORCH_CHECK_INDEX(false, e.message, " (recorded by ", e.site, " on opencl:", e.device,
                     ", whose index checks do not wait for the device: the error comes at the next synchronization "
                     "or copy to the host instead of at the call; TORCH_OPENCL_SYNC_INDEX_CHECKS=1 raises it at the "
-                    "call)");
+                    "call)", e.also.empty() ? "" : ". Also recorded before the same wait: ", e.also);
 }
 
 const bool reporter_installed = [] {

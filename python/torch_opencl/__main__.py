@@ -109,7 +109,8 @@ def main() -> int:
     out.append("")
     cache_dir = _C._cache_dir()
     if cache_dir and count > 0:
-        out.append(f"Program cache:  {_C._program_cache_location(0)}")
+        location = _C._program_cache_location(0) or "none kept between runs (PoCL's cache directory cannot be used)"
+        out.append(f"Program cache:  {location}")
     elif cache_dir:
         out.append(f"Program cache:  {cache_dir}")
     else:

@@ -21,6 +21,7 @@
 #include "runtime/gemm_tuning.h"
 #include "runtime/kernel_forms.h"
 #include "runtime/launch.h"
+#include "runtime/pocl_cache.h"
 #include "runtime/program_cache.h"
 #include "runtime/stream.h"
 
@@ -218,6 +219,18 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_compile_notice", &tocl::set_compile_notice);
   m.def("_program_cache_location", &tocl::cache_location);
   m.def("_force_binaries_on_disk", &tocl::force_binaries_on_disk);
+  // What was done to PoCL's kernel cache before the platform started (runtime/pocl_cache.h).
+  m.def("_pocl_cache_report", [] {
+    const auto& r = tocl::prepare_pocl_cache();
+    py::dict d;
+    d["pocl_installed"] = r.pocl_installed;
+    d["directory"] = r.directory;
+    d["used"] = r.used;
+    d["problem"] = r.problem;
+    d["checked"] = r.checked;
+    d["removed"] = r.removed;
+    return d;
+  });
   m.def("_error_name", &tocl::error_name);
   m.def("_embedded_source", [](const std::string& name) {
     const auto& sources = tocl::embedded_sources();
