@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -174,6 +175,15 @@ bool verbose() {
 }
 
 bool blank(const std::string& text) { return text.find_first_not_of(" \t\r\n") == std::string::npos; }
+
+// Whether a build log holds a diagnostic: a warning or an error, in any compiler's spelling ("warning:",
+// "N warnings generated.", NVIDIA's "ptxas warning :"). Drivers also write progress notes there (Intel's
+// "Compilation started" / "Compilation done" in every log, even with -w), which say nothing of the source.
+bool has_diagnostics(const std::string& log) {
+  std::string lower(log);
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return lower.find("warning") != std::string::npos || lower.find("error") != std::string::npos;
+}
 
 // The first line with text (a source often starts with a newline), to say which program failed.
 std::string first_line(const std::string& source) {
@@ -407,7 +417,7 @@ std::pair<bool, std::string> compile_log(int device, const std::string& source, 
   status = clCompileProgram(program, 1, &info.id, fresh.c_str(), 0, nullptr, nullptr, nullptr, nullptr);
   std::string log = build_log(program, info.id);
   clReleaseProgram(program);
-  return {status == CL_SUCCESS, blank(log) ? std::string() : log};
+  return {status == CL_SUCCESS, has_diagnostics(log) ? log : std::string()};
 }
 
 std::string cache_location(int device) { return cache_location(device_info(device)); }
