@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -184,11 +186,60 @@ bool verbose() {
 
 bool blank(const std::string& text) { return text.find_first_not_of(" \t\r\n") == std::string::npos; }
 
-// The first line with text (a source often starts with a newline), to say which program failed.
-std::string first_line(const std::string& source) {
-  const size_t start = source.find_first_not_of(" \t\r\n");
-  if (start == std::string::npos) return "";
-  return source.substr(start, source.find('\n', start) - start);
+// Whether a build log holds a diagnostic: a warning or an error, in any compiler's spelling ("warning:",
+// "N warnings generated.", NVIDIA's "ptxas warning :"). Drivers also write progress notes there (Intel's
+// "Compilation started" / "Compilation done" in every log, even with -w), which say nothing of the source.
+bool has_diagnostics(const std::string& log) {
+  std::string lower(log);
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return lower.find("warning") != std::string::npos || lower.find("error") != std::string::npos;
+}
+
+// What a program is, for messages: its kernels' names (every program of a family starts with the same
+// prelude, so its first line tells nothing) and, for a generated pointwise program, its expression.
+std::string describe_program(const std::string& source) {
+  auto is_name_char = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '#'; };
+  std::vector<std::string> names;
+  for (size_t at = source.find("__kernel"); at != std::string::npos; at = source.find("__kernel", at + 8)) {
+    // "__kernel [__attribute__((...))] void NAME(": the name is the word before the parameters' '('.
+    const size_t returns = source.find("void", at);
+    if (returns == std::string::npos) break;
+    size_t begin = source.find_first_not_of(" \t\r\n", returns + 4);
+    size_t end = begin;
+    while (end < source.size() && is_name_char(source[end])) ++end;
+    const std::string name = source.substr(begin, end - begin);
+    // A kernel a macro defines has a parameter for a name (NAME, foreach_##OP): its expansions are not seen.
+    const bool macro = name.find('#') != std::string::npos ||
+                       std::none_of(name.begin(), name.end(), [](char ch) { return std::islower(static_cast<unsigned char>(ch)); });
+    if (!name.empty() && !macro) names.push_back(name);
+  }
+  std::string text = names.empty() ? "a program with no kernel" : "kernels ";
+  constexpr size_t kShown = 4;
+  for (size_t k = 0; k < names.size() && k < kShown; ++k) text += (k ? ", " : "") + names[k];
+  if (names.size() > kShown) text += " and " + std::to_string(names.size() - kShown) + " more";
+  const size_t expr = source.find("#define EXPR ");
+  if (expr != std::string::npos) {
+    std::string line = source.substr(expr + 13, source.find('\n', expr) - expr - 13);
+    if (line.size() > 80) line = line.substr(0, 77) + "...";
+    text += " of " + line;
+  }
+  // The operand types (#define NAME_T type: IN_T, OUT_T, SRC_T, ...), which tell apart the programs a family
+  // builds per dtype.
+  // Those of the family's own definitions come first (before its first kernel), each name once.
+  std::string types;
+  std::set<std::string> named;
+  const size_t kernels_start = source.find("__kernel");
+  for (size_t at = source.find("#define "); at < kernels_start; at = source.find("#define ", at + 8)) {
+    const size_t name_end = source.find(' ', at + 8), line_end = source.find('\n', at);
+    if (name_end == std::string::npos || name_end > line_end || name_end - at < 10) continue;
+    if (source.compare(name_end - 2, 2, "_T") != 0) continue;
+    const std::string value = source.substr(name_end + 1, line_end - name_end - 1);
+    if (value.empty() || !std::all_of(value.begin(), value.end(), is_name_char)) continue;
+    const std::string name = source.substr(at + 8, name_end - at - 8);
+    if (named.insert(name).second) types += (types.empty() ? "" : ", ") + name + " " + value;
+  }
+  if (!types.empty()) text += " with " + types;
+  return text;
 }
 
 cl_program build_from_source(int device, const std::string& source, const std::string& options, double* seconds) {
@@ -208,15 +259,13 @@ cl_program build_from_source(int device, const std::string& source, const std::s
   if (status != CL_SUCCESS) {
     const std::string log = build_log(program, info.id);
     clReleaseProgram(program);
-    // Name the first kernel so the user can tell which program failed.
-    throw BuildError("OpenCL program failed to build on " + info.name + " (" + error_name(status) +
-                         ") with options '" + options + "'. Source begins: '" + first_line(source) +
-                         "'. Build log:\n" + log,
+    throw BuildError("OpenCL program (" + describe_program(source) + ") failed to build on " + info.name + " (" +
+                         error_name(status) + ") with options '" + options + "'. Build log:\n" + log,
                      status);
   }
   if (verbose()) {
     const std::string log = build_log(program, info.id);
-    std::fprintf(stderr, "torch_opencl: built '%s' (options '%s') on %s in %.2f s%s%s\n", first_line(source).c_str(),
+    std::fprintf(stderr, "torch_opencl: built %s (options '%s') on %s in %.2f s%s%s\n", describe_program(source).c_str(),
                  options.c_str(), info.name.c_str(), *seconds, blank(log) ? "" : "; build log:\n", log.c_str());
   }
   return program;
@@ -419,7 +468,7 @@ std::pair<bool, std::string> compile_log(int device, const std::string& source, 
   status = clCompileProgram(program, 1, &info.id, fresh.c_str(), 0, nullptr, nullptr, nullptr, nullptr);
   std::string log = build_log(program, info.id);
   clReleaseProgram(program);
-  return {status == CL_SUCCESS, blank(log) ? std::string() : log};
+  return {status == CL_SUCCESS, has_diagnostics(log) ? log : std::string()};
 }
 
 std::string cache_location(int device) { return cache_location(device_info(device)); }

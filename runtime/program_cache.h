@@ -46,7 +46,8 @@ void record_sources(bool on);
 std::vector<std::pair<std::string, std::string>> recorded_sources();
 
 // Compiles `source` afresh (no cache of ours or the driver's, warnings on) and returns whether it
-// compiled and the driver's log ("" when it has nothing to say).
+// compiled and the driver's log when it holds a warning or an error ("" otherwise: a driver's progress
+// notes, such as Intel's "Compilation started", are not diagnostics).
 std::pair<bool, std::string> compile_log(int device, const std::string& source, const std::string& options = "");
 
 // Where compiled programs of `device` are kept between runs: cache_dir(), or the driver's own cache

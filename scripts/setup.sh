@@ -49,6 +49,9 @@ if ! $PY -c "import transformers, sys; sys.exit(transformers.__version__ != '5.2
   pip_install --no-deps "${zoo[@]}"
 fi
 
+# Intel's OpenCL CPU runtime under .venv, the second implementation CI tests on (scripts/test_intel.sh).
+bash scripts/setup_intel_opencl.sh
+
 # Rebuild (incrementally, in build/) when the sources are newer than the install.
 stamp=.venv/.torch_opencl_installed
 if [ ! -f "$stamp" ] || [ -n "$(find CMakeLists.txt pyproject.toml runtime aten fallback kernels_cl python cmake -newer "$stamp" -type f 2>/dev/null | head -1)" ] \

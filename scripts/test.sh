@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite on the PoCL device. Extra arguments go to pytest and run that selection only;
-# with none, the suite runs once as the device's own kernel class chooses, then again for the passes
-# below that need a process of their own (an environment read when the devices are first selected).
+# The whole test suite on the PoCL device, then a slice on Intel's OpenCL runtime. Extra arguments go to
+# pytest and run that selection only (on PoCL); with none, the suite runs once as the device's own kernel
+# class chooses, then again for the passes below that need a process of their own (an environment read when
+# the devices are first selected).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -38,6 +39,9 @@ POCL_DEVICES="pthread pthread" run test_distributed.py
 MULTI_DEVICE_TESTS=(test_multi_device.py)
 echo "==> Again with two devices (POCL_DEVICES=\"pthread pthread\"): ${MULTI_DEVICE_TESTS[*]}"
 POCL_DEVICES="pthread pthread" TORCH_OPENCL_TEST_DEVICES=2 run "${MULTI_DEVICE_TESTS[@]}"
+# Intel's OpenCL CPU runtime, the second implementation (another compiler, fp16): a slice in both kernel
+# classes (scripts/test_intel.sh --ci); `scripts/test_intel.sh` runs the whole suite there.
+(cd .. && bash scripts/test_intel.sh --ci)
 # The wheel (issue 45): scripts/wheel.sh packs the build above (build/wheel, nothing compiles again) with CLBlast
 # inside; scripts/wheel_check.sh installs it beside torch in a fresh venv and runs it from outside the tree.
 echo "==> The wheel: scripts/wheel.sh, then scripts/wheel_check.sh"

@@ -1,5 +1,6 @@
 """torch.autocast("opencl"): PyTorch's lower-precision and fp32 operator lists,
-registered for AutocastPrivateUse1, with bfloat16 as the default dtype."""
+registered for AutocastPrivateUse1, with the device's default dtype (amp.py: float16 where every device has
+cl_khr_fp16, as Intel's OpenCL runtime does, and bfloat16 otherwise, as on PoCL)."""
 import warnings
 
 import pytest
@@ -13,19 +14,23 @@ from _device_helpers import native_only
 DEV = torch.device("opencl")
 
 
-def test_autocast_is_available_with_bfloat16_default():
+def device_default():
+    """The lower-precision dtype the device's rule picks (amp.py), which an autocast region without a dtype uses."""
+    return torch.float16 if torch.opencl.is_fp16_supported() else torch.bfloat16
+
+
+def test_autocast_is_available_with_the_devices_default():
     assert torch.amp.is_autocast_available("opencl")
     torch.ones(1, device=DEV)
-    # float16 where the devices have cl_khr_fp16 (PoCL has not: bfloat16).
-    default = torch.float16 if torch.opencl.is_fp16_supported() else torch.bfloat16
-    assert torch.get_autocast_dtype("opencl") == default
+    assert torch.get_autocast_dtype("opencl") == device_default()
     supported = torch.opencl.get_amp_supported_dtype()
     assert torch.bfloat16 in supported
     assert (torch.float16 in supported) == torch.opencl.is_fp16_supported()
     assert torch.opencl.is_bf16_supported()
 
 
-def test_lower_precision_ops_give_bfloat16():
+def test_lower_precision_ops_give_the_default_dtype():
+    dtype = device_default()
     torch.manual_seed(0)
     a, b = torch.randn(8, 16), torch.randn(16, 4)
     lin = torch.nn.Linear(16, 4)
@@ -38,12 +43,12 @@ def test_lower_precision_ops_give_bfloat16():
         out = lin_d(ad)
         bmm = torch.bmm(ad[None], bd[None])
         addmm = torch.addmm(torch.zeros(4, device=DEV), ad, bd)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    with torch.autocast("cpu", dtype=dtype):
         mm_c = a @ b
         out_c = lin(a)
     for t in (mm, out, bmm, addmm):
-        assert t.dtype == torch.bfloat16 and t.device.type == "opencl"
-    assert mm_c.dtype == torch.bfloat16
+        assert t.dtype == dtype and t.device.type == "opencl"
+    assert mm_c.dtype == dtype
     torch.testing.assert_close(mm.cpu(), mm_c, atol=2e-2, rtol=2e-2)
     torch.testing.assert_close(out.cpu(), out_c, atol=2e-2, rtol=2e-2)
     assert (ad @ bd).dtype == torch.float32  # outside the region
@@ -84,7 +89,7 @@ def test_training_step_under_autocast():
     with torch.autocast("opencl"):
         logits = model(x)
         loss = F.cross_entropy(logits, y)
-    assert logits.dtype == torch.bfloat16 and loss.dtype == torch.float32
+    assert logits.dtype == device_default() and loss.dtype == torch.float32
     loss.backward()
     for p in model.parameters():
         assert p.grad is not None and p.grad.dtype == torch.float32 and torch.isfinite(p.grad.cpu()).all()
@@ -99,15 +104,19 @@ def test_binary_cross_entropy_is_banned_as_on_cuda():
         F.binary_cross_entropy_with_logits(p, torch.ones(4, device=DEV))
 
 
-def test_unsupported_dtype_warns_and_disables():
-    if torch.opencl.is_fp16_supported():
-        pytest.skip("the device has cl_khr_fp16: float16 autocast is supported")
+def test_float16_only_where_the_device_has_it():
+    # Without cl_khr_fp16, float16 warns and disables the region (as CUDA's autocast does for a dtype it
+    # lacks); with it, float16 is the region's dtype, and bfloat16 is accepted on every device.
     a = torch.randn(4, 4, device=DEV)
+    fp16 = torch.opencl.is_fp16_supported()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with torch.autocast("opencl", dtype=torch.float16):
-            assert (a @ a).dtype == torch.float32
-    assert any("opencl Autocast only supports dtypes of" in str(w.message) for w in caught)
+            assert (a @ a).dtype == (torch.float16 if fp16 else torch.float32)
+        with torch.autocast("opencl", dtype=torch.bfloat16):
+            assert (a @ a).dtype == torch.bfloat16
+    unsupported = [w for w in caught if "opencl Autocast only supports dtypes of" in str(w.message)]
+    assert len(unsupported) == (0 if fp16 else 1), [str(w.message) for w in caught]
 
 
 def test_autocast_disabled_and_nested():
@@ -115,7 +124,7 @@ def test_autocast_disabled_and_nested():
     with torch.autocast("opencl"):
         with torch.autocast("opencl", enabled=False):
             assert (a @ a).dtype == torch.float32
-        assert (a @ a).dtype == torch.bfloat16
+        assert (a @ a).dtype == device_default()
 
 
 def test_grad_scaler_unscale_matches_cpu():
@@ -264,5 +273,5 @@ def test_each_thread_gets_the_default_outside_autocast_regions():
     t = threading.Thread(target=worker)
     t.start()
     t.join()
-    expected = torch.float16 if fp16 else torch.bfloat16
+    expected = device_default()
     assert seen == {"start": torch.float16, "in_region": torch.float16, "default": expected, "mm": expected}

@@ -140,3 +140,13 @@ def test_every_embedded_source_compiles_without_a_warning(tmp_path):
     print(f"\n{len(programs)} programs compiled in {jobs} processes ({len(cpu)} in the cpu class, {len(gpu)} in "
           f"the gpu class, {len(gpu - cpu)} of them only there)")
     assert not noisy, f"{len(noisy)} of {len(programs)} programs compile with warnings or errors:\n" + "\n".join(noisy)
+
+
+def test_compile_log_holds_only_diagnostics():
+    # A driver's progress notes (Intel's "Compilation started\nCompilation done\n" in every log) are no
+    # warning; a warning and an error are given in the driver's words.
+    assert _C._compile_log(0, "__kernel void clean(__global float* x) { x[0] = 1.0f; }", "") == (True, "")
+    compiled, log = _C._compile_log(0, "__kernel void warns(__global int* x) { x[0] = 1 / 0; }", "")
+    assert compiled and "division by zero" in log, log
+    compiled, log = _C._compile_log(0, "__kernel void fails(__global int* x) { x[0] = undeclared; }", "")
+    assert not compiled and "undeclared" in log, log
