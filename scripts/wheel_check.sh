@@ -37,12 +37,13 @@ report=$($PY -m torch_opencl)
 sed -n '1,3p' <<<"$report"
 grep -q "^torch_opencl: *[0-9.]*+torch$torch_minor$" <<<"$report" \
   || { echo "wheel_check.sh: the report does not name the wheel's torch (+torch$torch_minor)" >&2; exit 1; }
-$PY - "$venv" <<'EOF'
+$PY - "$venv" "$torch_minor" <<'EOF'
 import sys, torch                      # autoload: the torch.backends entry point loads torch_opencl
 import torch_opencl
 
-venv = sys.argv[1]
+venv, torch_minor = sys.argv[1:3]
 assert torch_opencl.__file__.startswith(venv), f"torch_opencl imported from {torch_opencl.__file__}, not the venv"
+assert torch_opencl.__version__.endswith(f"+torch{torch_minor}"), f"torch_opencl.__version__ {torch_opencl.__version__}"
 assert torch.opencl.is_available(), "no OpenCL device (python -m torch_opencl shows why)"
 a = torch.randn(64, 48, device="opencl", requires_grad=True)
 w = torch.randn(48, 32)

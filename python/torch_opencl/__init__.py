@@ -40,7 +40,20 @@ _distributed.register()
 
 from .device_module import *  # noqa: E402,F401,F403
 
-__version__ = "0.1.0"
+
+
+def _installed_version(source_version: str = "0.1.0") -> str:
+    """The installed distribution's version, which names the torch a wheel was built for (0.1.0+torch2.13);
+    the source tree's own where none is installed (PYTHONPATH=python)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("torch-opencl")
+    except metadata.PackageNotFoundError:
+        return source_version
+
+
+__version__ = _installed_version()
 
 
 

@@ -23,16 +23,6 @@ def _yes_no(flag: bool) -> str:
     return "yes" if flag else "no"
 
 
-def _installed_version(package_version: str) -> str:
-    """The installed distribution's version, which names the torch a wheel was built for (0.1.0+torch2.13)."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("torch-opencl")
-    except metadata.PackageNotFoundError:  # run from a source tree (PYTHONPATH=python)
-        return package_version
-
-
 def _selection_env() -> str:
     names = ("TORCH_OPENCL_PLATFORM", "TORCH_OPENCL_DEVICE_TYPE", "TORCH_OPENCL_VISIBLE_DEVICES")
     shown = [f"{name}={os.environ[name]!r}" for name in names if os.environ.get(name)]
@@ -48,7 +38,7 @@ def main() -> int:
 
     out = []
     out.append(f"torch:          {torch.__version__}")
-    out.append(f"torch_opencl:   {_installed_version(torch_opencl.__version__)}")
+    out.append(f"torch_opencl:   {torch_opencl.__version__}")
     out.append(f"CLBlast:        {_C._clblast_version()}")
     headers = _C._opencl_headers_version()
     out.append(f"OpenCL headers: {headers // 100}.{headers % 100 // 10} (CL_TARGET_OPENCL_VERSION={headers})")
