@@ -1,7 +1,7 @@
 """Depthwise convolutions (groups == input channels) in their direct forms (kernels_cl/conv_depthwise.cl):
 forward and the three gradients against CPU PyTorch, run natively, in whichever kernel class the pass forces
-(scripts/test.sh runs this file in both); the MobileNet/EfficientNet block that motivates them trains as on
-CPU."""
+(scripts/test.sh runs this file in both; float64 is test_convolution.py's test_conv2d_float64_depthwise);
+the MobileNet/EfficientNet block that motivates them trains as on CPU."""
 import copy
 
 import pytest
@@ -12,7 +12,6 @@ from torch import nn
 from _device_helpers import launched_kernels, native_only
 
 DEV = "opencl"
-HAS_FP64 = torch.opencl.get_device_properties(0).fp64
 
 
 def rnd(*shape, dtype=torch.float32, seed=0):
@@ -66,13 +65,6 @@ def test_depthwise_conv2d_against_cpu(xs, mult, k, kw, bias):
 def test_depthwise_conv1d_and_channels_last_input():
     check(F.conv1d, rnd(3, 6, 17), rnd(6, 1, 5, seed=1), rnd(6, seed=2), groups=6, padding=2, stride=2)
     check(F.conv2d, rnd(2, 8, 9, 9), rnd(8, 1, 3, 3, seed=1), None, channels_last=True, groups=8, padding=1)
-
-
-@pytest.mark.skipif(not HAS_FP64, reason="the device has no cl_khr_fp64")
-def test_depthwise_float64():
-    d = torch.float64
-    check(F.conv2d, rnd(2, 4, 7, 5, dtype=d), rnd(4, 1, 3, 3, dtype=d, seed=1), rnd(4, dtype=d, seed=2),
-          groups=4, padding=1)
 
 
 def test_zero_batch_and_empty_output():

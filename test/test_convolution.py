@@ -1,7 +1,7 @@
 """Convolution (1-D and 2-D, stride, padding, dilation, groups, bias) through im2col and
 CLBlast GEMM: forward and all three gradients against CPU, run natively (fallback mode
-"error"), transposed convolution (1-D, 2-D) included; 3-D convolution stays on the counted
-CPU path."""
+"error"), transposed convolution (1-D, 2-D) included. Depthwise convolutions (direct forms) have
+test_conv_depthwise.py; 3-D ones test_conv3d.py."""
 import pytest
 import torch
 import torch.nn.functional as F
