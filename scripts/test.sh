@@ -26,6 +26,11 @@ GPU_FORM_TESTS=(test_deferred_index_errors.py test_pointwise_lines.py test_blas.
                 test_transformer_fast_paths.py test_zoo_models.py test_zoo_transformers.py)
 echo "==> Again with TORCH_OPENCL_KERNEL_CLASS=gpu: ${GPU_FORM_TESTS[*]}"
 TORCH_OPENCL_KERNEL_CLASS=gpu parallel "${GPU_FORM_TESTS[@]}"
+# The CPU forms' runs as implementations that vectorise across work-items take them (Intel's CPU runtime: 16
+# work-items a run, runtime/kernel_forms.h's line_lanes), on PoCL.
+LANE_FORM_TESTS=(test_copy_lines.py test_pointwise_lines.py test_foreach.py test_item_vectorisation.py)
+echo "==> Again with TORCH_OPENCL_LINE_LANES=16: ${LANE_FORM_TESTS[*]}"
+TORCH_OPENCL_LINE_LANES=16 parallel "${LANE_FORM_TESTS[@]}"
 # Bad indices of embedding_bag and max_unpool2d as GPU-class devices report them (deferred IndexErrors).
 TORCH_OPENCL_KERNEL_CLASS=gpu run test_nn_ops_native.py -k "embedding_bag_errors or max_unpool_errors"
 # torch.compile's generated kernels in their GPU form (one work-group per reduction row), and the compile
