@@ -23,7 +23,7 @@ parallel . --ignore=test_distributed.py
 GPU_FORM_TESTS=(test_deferred_index_errors.py test_pointwise_lines.py test_blas.py test_gemm_tiled.py test_convolution.py test_conv_winograd.py test_softmax_loss.py test_cross_entropy.py test_normalization.py
                 test_rowwise_kernels.py test_row_gpu_forms.py test_reduction_forms.py test_reduce.py test_conv_depthwise.py
                 test_attention.py test_copy_lines.py test_sort_shape.py test_search_stats.py test_order_stats.py test_fuzz.py
-                test_transformer_fast_paths.py test_zoo_models.py test_zoo_transformers.py)
+                test_transformer_fast_paths.py test_zoo_models.py test_zoo_transformers.py test_half_training.py)
 echo "==> Again with TORCH_OPENCL_KERNEL_CLASS=gpu: ${GPU_FORM_TESTS[*]}"
 TORCH_OPENCL_KERNEL_CLASS=gpu parallel "${GPU_FORM_TESTS[@]}"
 # The CPU forms' runs as implementations that vectorise across work-items take them (Intel's CPU runtime: 16
