@@ -2,8 +2,10 @@
 (registered for AutocastPrivateUse1 in aten/autocast.cpp).
 
 The default lower-precision dtype is float16 where every selected device has
-cl_khr_fp16, and bfloat16 otherwise (stored in 16 bits and computed in float, it
-needs no extension); both are accepted where float16 is. Choosing needs the
+cl_khr_fp16, and bfloat16 otherwise. Both are accepted on every device, as CUDA
+accepts both: each is stored in 16 bits and computed in float (vload_half and
+vstore_half are core OpenCL), so cl_khr_fp16 changes no result, only which
+dtype a region gets when it names none. Choosing needs the
 devices, and enumerating the OpenCL platforms at import would make every process
 forked after ``import torch`` unable to use the device (see runtime/fork.h), so
 the choice is lazy (aten/autocast.h): the importing thread holds bfloat16 until
@@ -33,8 +35,8 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
 
 
 def get_amp_supported_dtype() -> List[torch.dtype]:
-    """The dtypes torch.autocast("opencl", dtype=...) accepts (autocast asks the device module).
-    Also gives the calling thread its default autocast dtype, once (see the module's docstring)."""
-    fp16 = is_fp16_supported()
-    _C._autocast_apply_default(fp16)
-    return [torch.bfloat16, torch.float16] if fp16 else [torch.bfloat16]
+    """The dtypes torch.autocast("opencl", dtype=...) accepts (autocast asks the device module): both
+    16-bit dtypes, on every device. Also gives the calling thread its default autocast dtype, once (see
+    the module's docstring)."""
+    _C._autocast_apply_default(is_fp16_supported())
+    return [torch.bfloat16, torch.float16]
