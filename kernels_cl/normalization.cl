@@ -123,6 +123,34 @@ __kernel void norm_rows_param_backward(__global T_T* dweight, ulong dw_offset, _
 // The BN_LANES lanes' total, in a fixed tree.
 inline ACC bn_lanes_total(const ACC* a) { return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7])); }
 
+#if TOCL_LINE_LANES > 1
+// Where work-items are vectorised (Intel's CPU runtime; prelude.cl), a group's items walk each plane together,
+// item l taking its elements l, l + WG, ...: neighbouring items read neighbouring elements (a plane an item made
+// every load a gather: batch norm's training step 16x PoCL's time). BN_PLANES visits every plane in each item.
+#define BN_PLANES(n, N) for (long n = 0; n < (N); ++n)
+
+inline ACC bn_plane_sum(__global const T_T* x, long S, ACC shift, int square) {
+  ACC acc = 0;
+  for (long s = get_local_id(0); s < S; s += WG) {
+    const ACC d = (ACC)LOAD_T(x, s) - shift;
+    acc += square ? d * d : d;
+  }
+  return acc;
+}
+
+inline ACC bn_plane_grad_sums(__global const T_T* g, __global const T_T* x, long S, ACC mean, ACC* sg) {
+  ACC agx = 0;
+  for (long s = get_local_id(0); s < S; s += WG) {
+    const ACC gv = LOAD_T(g, s);
+    *sg += gv;
+    agx += gv * ((ACC)LOAD_T(x, s) - mean);
+  }
+  return agx;
+}
+#else
+// A plane an item, its loops vectorised by the compiler (PoCL).
+#define BN_PLANES(n, N) for (long n = get_local_id(0); n < (N); n += WG)
+
 // Sums over the S elements of a plane: of x - shift, or with `square` of (x - shift)^2, or with `grad` of
 // g (into *sg) and g * (x - shift) (returned).
 inline ACC bn_plane_sum(__global const T_T* x, long S, ACC shift, int square) {
@@ -166,6 +194,8 @@ inline ACC bn_plane_grad_sums(__global const T_T* g, __global const T_T* x, long
   return bn_lanes_total(agx);
 }
 
+#endif
+
 // Training statistics: save_mean, save_invstd, and the running stats when has_running
 // (running = (1 - momentum) * running + momentum * stat, the variance unbiased). A group per channel, its
 // work-items taking planes in turn.
@@ -180,10 +210,10 @@ __kernel void bn_stats(__global T_T* save_mean, ulong sm_offset, __global T_T* s
   // Sums of x - x[0], as norm_rows_forward's: a constant channel's variance is exactly 0.
   const ACC x0 = count > 0 ? (ACC)LOAD_T(in, in_offset + c * S) : (ACC)0;
   ACC s = 0;
-  for (long n = l; n < N; n += WG) s += bn_plane_sum(in + in_offset + (n * C + c) * S, S, x0, 0);
+  BN_PLANES(n, N) s += bn_plane_sum(in + in_offset + (n * C + c) * S, S, x0, 0);
   const ACC mean = x0 + group_sum(scratch, s) / (ACC)count;
   ACC q = 0;
-  for (long n = l; n < N; n += WG) q += bn_plane_sum(in + in_offset + (n * C + c) * S, S, mean, 1);
+  BN_PLANES(n, N) q += bn_plane_sum(in + in_offset + (n * C + c) * S, S, mean, 1);
   const ACC m2 = group_sum(scratch, q);
   if (l == 0) {
     STORE_T(save_mean, sm_offset + c, mean);
@@ -199,7 +229,7 @@ __kernel void bn_stats(__global T_T* save_mean, ulong sm_offset, __global T_T* s
 // The elementwise kernels' work-item: run r of plane p (planes N * C, each cut into runs of BN_RUN).
 #define BN_RUN_ITEM(planes, C, S)                                  \
   const long runs_ = ((S) + BN_RUN - 1) / BN_RUN;                  \
-  const long item_ = get_global_id(0);                             \
+  const long item_ = RUN_ID();                                     \
   if (item_ >= (planes) * runs_) return;                           \
   const long p = item_ / runs_;                                    \
   const long c = p % (C);                                          \
@@ -221,7 +251,7 @@ __kernel void bn_apply(__global T_T* out, ulong out_offset, __global const T_T* 
   const ACC b = has_bias ? (ACC)LOAD_T(bias, b_offset + c) : (ACC)0;
   __global const T_T* x = in + in_offset + at;
   __global T_T* y = out + out_offset + at;
-  for (long s = lo; s < hi; ++s) STORE_T(y, s, ((ACC)LOAD_T(x, s) - m) * invstd * w + b);
+  for (long s = lo + RUN_LANE(); s < hi; s += TOCL_LINE_LANES) STORE_T(y, s, ((ACC)LOAD_T(x, s) - m) * invstd * w + b);
 }
 
 // Per channel: sum_g = sum grad, sum_gx = sum grad * (x - mean); writes dweight = sum_gx * invstd,
@@ -240,7 +270,7 @@ __kernel void bn_backward_reduce(__global ACC* sums, ulong sums_offset, __global
   const ACC sc = LOAD_T(scale, scale_offset + c);
   const ACC invstd = is_var ? (ACC)1 / sqrt(sc + eps) : sc;
   ACC sg = 0, sgx = 0;
-  for (long n = l; n < N; n += WG) {
+  BN_PLANES(n, N) {
     const long at = (n * C + c) * S;
     sgx += bn_plane_grad_sums(grad_out + go_offset + at, in + in_offset + at, S, m, &sg);
   }
@@ -274,10 +304,10 @@ __kernel void bn_backward_apply(__global T_T* grad_in, ulong gi_offset, __global
     const ACC m = LOAD_T(mean, mean_offset + c);
     const ACC mean_g = sums[sums_offset + c] / n, k = invstd * invstd * sums[sums_offset + C + c] / n;
     __global const T_T* x = in + in_offset + at;
-    for (long s = lo; s < hi; ++s)
+    for (long s = lo + RUN_LANE(); s < hi; s += TOCL_LINE_LANES)
       STORE_T(gi, s, ((ACC)LOAD_T(g, s) - mean_g - ((ACC)LOAD_T(x, s) - m) * k) * invstd * w);
   } else {
-    for (long s = lo; s < hi; ++s) STORE_T(gi, s, (ACC)LOAD_T(g, s) * invstd * w);
+    for (long s = lo + RUN_LANE(); s < hi; s += TOCL_LINE_LANES) STORE_T(gi, s, (ACC)LOAD_T(g, s) * invstd * w);
   }
 }
 

@@ -20,6 +20,8 @@
 #ifndef TOCL_LINE_LANES
 #define TOCL_LINE_LANES 1
 #endif
+// Work-items a group of that 2-D launch (kernels that share a run's lanes through local memory size by it).
+#define RUN_GROUP 256
 #if TOCL_LINE_LANES == 1
 #define RUN_ID() ((long)get_global_id(0))
 #define RUN_LANE() 0

@@ -41,7 +41,7 @@ typedef struct {
 
 inline Offsets output_offsets(const ReduceGeometry* g, long o) {
   Offsets r = {0, 0, 0};
-  for (int k = 0; k < g->out_ndim; ++k) {
+  FOR_RANGE(k, 0, g->out_ndim, MAX_DIMS) {
     const long size = g->out_sizes[k];
     const long i = o % size;
     o /= size;
@@ -55,7 +55,7 @@ inline Offsets output_offsets(const ReduceGeometry* g, long o) {
 inline long reduced_offset(const ReduceGeometry* g, long r) {
   if (g->red_ndim == 1) return r * g->red_strides[0];
   long off = 0;
-  for (int k = 0; k < g->red_ndim; ++k) {
+  FOR_RANGE(k, 0, g->red_ndim, MAX_DIMS) {
     const long size = g->red_sizes[k];
     off += (r % size) * g->red_strides[k];
     r /= size;
@@ -608,6 +608,45 @@ __kernel void argreduce_serial(__global const IN_T* in, ulong in_offset, __globa
     indices[indices_offset + base.idx] = besti;
   }
 }
+
+#if TOCL_LINE_LANES > 1
+// Where work-items are vectorised (Intel's CPU runtime; prelude.cl): an output's contiguous reduced run is shared
+// by TOCL_LINE_LANES items (runtime/launch.h's enqueue_runs: lanes in dim 0, outputs in dim 1), lane l taking
+// elements l, l + TOCL_LINE_LANES, ..., then lane 0 combines the lanes in local memory (arg_better's order: the
+// first NaN, else the first extreme). An output an item made every load a gather: argmax of 1024 rows of 1024
+// took 7x PoCL's time. Every item reaches the barrier; items past the last output repeat it and store nothing.
+__kernel void argreduce_lanes(__global const IN_T* in, ulong in_offset, __global OUT_T* values, ulong values_offset,
+                              __global long* indices, ulong indices_offset, int is_max, int has_values, long M,
+                              long R, ReduceGeometry g) {
+  __local ACC_T lane_v[RUN_GROUP];
+  __local long lane_i[RUN_GROUP];
+  const long item = RUN_ID();
+  const long o = min(item, M - 1);
+  const int lane = RUN_LANE();
+  const int slot = (int)get_local_id(1) * TOCL_LINE_LANES + lane;
+  const Offsets base = output_offsets(&g, o);
+  __global const IN_T* src = in + in_offset + base.in;
+  ACC_T best = LOAD_ACC(src, 0);  // R > 0: the host checks; element 0 is every lane's earliest candidate
+  long besti = 0;
+  for (long r = lane; r < R; r += TOCL_LINE_LANES) {
+    const ACC_T y = LOAD_ACC(src, r);
+    const int take = arg_replaces(is_max, y, best);
+    best = take ? y : best;
+    besti = take ? r : besti;
+  }
+  lane_v[slot] = best;
+  lane_i[slot] = besti;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (lane != 0 || item >= M) return;
+  for (int j = 1; j < TOCL_LINE_LANES; ++j)
+    if (arg_better(is_max, lane_v[slot + j], lane_i[slot + j], best, besti)) {
+      best = lane_v[slot + j];
+      besti = lane_i[slot + j];
+    }
+  if (has_values) STORE_OUT(values, values_offset + base.out, best);
+  indices[indices_offset + base.idx] = besti;
+}
+#endif
 
 #ifdef REDUCE_GPU_FORMS
 // ---- GPU forms (runtime/kernel_forms.h: reduce_coalesced); the host defines REDUCE_GPU_FORMS only

@@ -21,7 +21,7 @@ typedef struct {
 
 inline LineOffsets line_offsets(const ScanGeometry* g, long line) {
   LineOffsets r = {0, 0, 0};
-  for (int k = 0; k < g->ndim; ++k) {
+  FOR_RANGE(k, 0, g->ndim, MAX_DIMS) {
     const long i = line % g->sizes[k];
     line /= g->sizes[k];
     r.in += i * g->in_strides[k];

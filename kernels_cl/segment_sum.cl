@@ -95,7 +95,7 @@ __kernel void segment_chunk_joins(__global T_T* target, ulong t_off, __global co
 __kernel void segment_column_walk(__global T_T* target, ulong t_off, __global const T_T* source, ulong s_off,
                                   __global const I_T* keys, ulong k_off, long width, Segments g) {
   const long per_outer = (g.inner + width - 1) / width;
-  const long e = get_global_id(0);
+  const long e = RUN_ID();  // line_lanes work-items share the columns where items are vectorised (prelude.cl)
   if (e >= g.C / g.inner * per_outer) return;
   const long co = e / per_outer;
   const long lo = (e - co * per_outer) * width, hi = min(lo + width, g.inner);
@@ -104,9 +104,10 @@ __kernel void segment_column_walk(__global T_T* target, ulong t_off, __global co
     if (row == g.skip_row || row < 0 || row >= g.rows) continue;
     const long t = t_off + row * g.t_row + co * g.t_outer, s = s_off + n * g.s_row + co * g.s_outer;
     if (g.t_inner == 1 && g.s_inner == 1) {
-      for (long i = lo; i < hi; ++i) STORE_T(target, t + i, (ACC)LOAD_T(target, t + i) + (ACC)LOAD_T(source, s + i));
+      for (long i = lo + RUN_LANE(); i < hi; i += TOCL_LINE_LANES)
+        STORE_T(target, t + i, (ACC)LOAD_T(target, t + i) + (ACC)LOAD_T(source, s + i));
     } else {
-      for (long i = lo; i < hi; ++i)
+      for (long i = lo + RUN_LANE(); i < hi; i += TOCL_LINE_LANES)
         STORE_T(target, t + i * g.t_inner, (ACC)LOAD_T(target, t + i * g.t_inner) + (ACC)LOAD_T(source, s + i * g.s_inner));
     }
   }

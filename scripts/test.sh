@@ -28,7 +28,8 @@ echo "==> Again with TORCH_OPENCL_KERNEL_CLASS=gpu: ${GPU_FORM_TESTS[*]}"
 TORCH_OPENCL_KERNEL_CLASS=gpu parallel "${GPU_FORM_TESTS[@]}"
 # The CPU forms' runs as implementations that vectorise across work-items take them (Intel's CPU runtime: 16
 # work-items a run, runtime/kernel_forms.h's line_lanes), on PoCL.
-LANE_FORM_TESTS=(test_copy_lines.py test_pointwise_lines.py test_foreach.py test_item_vectorisation.py)
+LANE_FORM_TESTS=(test_copy_lines.py test_pointwise_lines.py test_foreach.py test_item_vectorisation.py test_reduce.py
+                 test_normalization.py test_index_ops.py)
 echo "==> Again with TORCH_OPENCL_LINE_LANES=16: ${LANE_FORM_TESTS[*]}"
 TORCH_OPENCL_LINE_LANES=16 parallel "${LANE_FORM_TESTS[@]}"
 # Bad indices of embedding_bag and max_unpool2d as GPU-class devices report them (deferred IndexErrors).

@@ -25,7 +25,8 @@ fi
 # operator families (PoCL's fixed examples) and attention, in both classes. (torch.compile's tests are left to
 # the whole suite: Intel's compiler takes about 10 s per generated program, 10 minutes for test_inductor.py -k forms.)
 SLICE=(test_kernel_warnings.py test_autocast.py test_sort_shape.py::test_logspace_matches_cpu test_training.py
-       test_half_training.py test_item_vectorisation.py test_copy_lines.py test_pointwise_lines.py test_foreach.py)
+       test_half_training.py test_item_vectorisation.py test_copy_lines.py test_pointwise_lines.py test_foreach.py
+       test_reduce.py test_normalization.py test_index_ops.py)
 echo "==> Intel's OpenCL runtime (TORCH_OPENCL_PLATFORM=Intel): ${SLICE[*]} test_fuzz.py test_attention.py"
 run "${SLICE[@]}"
 run test_fuzz.py test_attention.py -k "test_fuzz[ or attention"

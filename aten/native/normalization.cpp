@@ -320,8 +320,8 @@ ChannelBlocks channel_blocks(const Channels& g, int device) {
   return {chunk, std::max<int64_t>(1, (g.N + chunk - 1) / chunk)};
 }
 
-// The CPU forms of bn_apply and bn_backward_apply (kernels_cl/normalization.cl): a work-item per run of at
-// most BN_RUN elements of a plane.
+// The CPU forms of bn_apply and bn_backward_apply (kernels_cl/normalization.cl): a run of at most BN_RUN
+// elements of a plane a work-item (or line_lanes work-items: tocl::enqueue_runs).
 size_t cpu_plane_runs(const Channels& g) {
   constexpr int64_t kRun = 4096;  // BN_RUN
   return static_cast<size_t>(g.N * g.C * ((g.S + kRun - 1) / kRun));
@@ -444,7 +444,7 @@ Tensor3 native_batch_norm(const Tensor& input, const OptTensor& weight_, const O
     if (planes)
       tocl::enqueue_1d(device, stream, k, planes_global(g, device), row_group(device));
     else
-      tocl::enqueue_1d(device, stream, k, cpu_plane_runs(g));
+      tocl::enqueue_runs(device, stream, k, cpu_plane_runs(g));
   }
   return {out, save_mean, save_invstd};
 }
@@ -500,7 +500,7 @@ Tensor3 native_batch_norm_backward(const Tensor& grad_out, const Tensor& input, 
     if (planes)
       tocl::enqueue_1d(device, stream, k, planes_global(g, device), row_group(device));
     else
-      tocl::enqueue_1d(device, stream, k, cpu_plane_runs(g));
+      tocl::enqueue_runs(device, stream, k, cpu_plane_runs(g));
   }
   return {dx, dw, db};
 }

@@ -519,6 +519,14 @@ void arg_reduce_into(const at::Tensor& self_in, ReduceMask mask, bool keepdim, c
   const cl_int max_flag = is_max ? 1 : 0;
   const cl_int has_values = values.defined() ? 1 : 0;
   const auto acc_size = c10::elementSize(acc);
+  if (l.kind == Kind::Serial && tocl::kernel_forms(device).line_lanes > 1 && plan.g.red_ndim == 1 &&
+      plan.g.red_strides[0] == 1) {  // a contiguous run an output, shared by line_lanes work-items
+    cl_kernel k = tocl::get_kernel(program, "argreduce_lanes");
+    tocl::set_args(k, arg(self), arg(values), arg(indices), max_flag, has_values, static_cast<cl_long>(plan.M),
+                   static_cast<cl_long>(plan.R), plan.g);
+    tocl::enqueue_runs(device, stream, k, plan.M);
+    return;
+  }
   if (l.kind == Kind::Serial) {
     cl_kernel k = tocl::get_kernel(program, "argreduce_serial");
     tocl::set_args(k, arg(self), arg(values), arg(indices), max_flag, has_values, static_cast<cl_long>(plan.M),

@@ -77,7 +77,7 @@ void segment_sums_into(const at::Tensor& target, int64_t dim, const at::Tensor& 
     const int64_t per_outer = (t.inner + kColumnWidth - 1) / kColumnWidth;
     cl_kernel walk = dtype_kernel(target, "segment_sum.cl", "segment_column_walk", keys.scalar_type());
     tocl::set_args(walk, buffer_arg(target), buffer_arg(source), buffer_arg(keys), static_cast<cl_long>(kColumnWidth), g);
-    tocl::enqueue_1d(device, stream, walk, t.outer * per_outer);
+    tocl::enqueue_runs(device, stream, walk, t.outer * per_outer);  // line_lanes items a run of columns
     return;
   }
   // Stable: the positions of one index keep their order, so each sum runs in the order of n.
