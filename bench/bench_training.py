@@ -77,6 +77,11 @@ def transformer():
     return model, data, lambda m: torch.optim.AdamW(m.parameters(), lr=1e-3), loss
 
 
+# The workloads by name: (model, (inputs, targets), optimizer of a model, loss of a model on a batch) each, built
+# from the global generator (test/test_half_training.py trains them too).
+WORKLOADS = {"MLP": mlp, "digits CNN": digits_cnn, "transformer": transformer}
+
+
 def sync(device):
     if device.type == "opencl":
         torch.opencl.synchronize()
@@ -125,7 +130,7 @@ def main():
     torch.opencl.set_fallback_mode("silent")
     print(f"device: {torch.opencl.get_device_name()} | torch {torch.__version__} | median of {args.steps} steps")
     print(f"{'workload':<14}{'cpu ms':>10}{'opencl ms':>12}{'opencl/cpu':>12}{'launches':>10}  fallback ops on opencl")
-    for name, make in (("MLP", mlp), ("digits CNN", digits_cnn), ("transformer", transformer)):
+    for name, make in WORKLOADS.items():
         cpu, _, _ = step_times(make, torch.device("cpu"), args.steps, args.warmup)
         torch.opencl.reset_fallback_stats()
         dev, launches, names = step_times(make, torch.device("opencl"), args.steps, args.warmup)

@@ -42,14 +42,14 @@ FILL_STRIDED(fill_strided_nd, TILED_OFFSETS_ND)
 // that each vectorises (the tiles' strided offsets kept PoCL's loads and stores scalar: 9x a plain copy).
 __kernel void copy_lines(__global DST_T* dst, ulong dst_offset, __global const SRC_T* src, ulong src_offset,
                          TiledGeometry g, long runs, long chunks, long run, int src_steps) {
-  const long r = get_global_id(0);
+  const long r = RUN_ID();
   if (r >= runs) return;
   LINE_RUN(r, chunks, run)
   __global DST_T* d = dst + dst_offset + o0;
   __global const SRC_T* s = src + src_offset + o1;
   if (src_steps) {
-    for (SIDX_T j = 0; j < len; ++j) STORE_DST(d, j, LOAD_SRC(s, j));
+    for (SIDX_T j = RUN_LANE(); j < len; j += TOCL_LINE_LANES) STORE_DST(d, j, LOAD_SRC(s, j));
   } else {
-    for (SIDX_T j = 0; j < len; ++j) STORE_DST(d, j, LOAD_SRC(s, 0));
+    for (SIDX_T j = RUN_LANE(); j < len; j += TOCL_LINE_LANES) STORE_DST(d, j, LOAD_SRC(s, 0));
   }
 }

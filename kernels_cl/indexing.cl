@@ -20,13 +20,14 @@ __kernel void index_select(__global T_T* out, ulong out_offset, __global const T
 __kernel void index_select_columns(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset,
                                    __global const I_T* index, ulong index_offset, long runs, long chunks, long chunk,
                                    long K, long D) {
-  const long e = get_global_id(0);
+  const long e = RUN_ID();
   if (e >= runs) return;
   const long o = e / chunks, lo = (e % chunks) * chunk, hi = min(lo + chunk, K);
   __global T_T* dst = out + out_offset + o * K;
   __global const T_T* src = in + in_offset + o * D;
   __global const I_T* ix = index + index_offset;
-  for (long k = lo; k < hi; ++k) STORE_T(dst, k, LOAD_T(src, clamp((long)ix[k], 0L, D - 1)));  // clamped as below
+  for (long k = lo + RUN_LANE(); k < hi; k += TOCL_LINE_LANES)
+    STORE_T(dst, k, LOAD_T(src, clamp((long)ix[k], 0L, D - 1)));  // clamped as below
 }
 
 // index_select's line form (runtime/kernel_forms.h's copy_lines, CPU devices): a work-item copies a run of
@@ -34,14 +35,14 @@ __kernel void index_select_columns(__global T_T* out, ulong out_offset, __global
 __kernel void index_select_lines(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset,
                                  __global const I_T* index, ulong index_offset, long runs, long chunks, long chunk,
                                  long K, long D, long inner) {
-  const long e = get_global_id(0);
+  const long e = RUN_ID();
   if (e >= runs) return;
   const long row = e / chunks, lo = (e % chunks) * chunk, hi = min(lo + chunk, inner);
   const long k = row % K, o = row / K;
   const long ix = clamp((long)index[index_offset + k], 0L, D - 1);  // clamped as index_select's
   __global T_T* dst = out + out_offset + row * inner;
   __global const T_T* src = in + in_offset + (o * D + ix) * inner;
-  for (long i = lo; i < hi; ++i) STORE_T(dst, i, LOAD_T(src, i));
+  for (long i = lo + RUN_LANE(); i < hi; i += TOCL_LINE_LANES) STORE_T(dst, i, LOAD_T(src, i));
 }
 
 // Batches of (R, C) matrices: keep [r, c] where c - r <= k (lower) or c - r >= k (upper), else 0.

@@ -19,7 +19,7 @@ typedef struct {
 // Adds to *src and *dst the offsets of the output coordinates `rest` (flattened over dims first..ndim - 1,
 // innermost first), each source coordinate by the formula above.
 inline void gather_offsets(const GatherGeometry* g, int first, I_T rest, I_T* src, I_T* dst) {
-  for (int d = first; d < g->ndim; ++d) {
+  FOR_RANGE(d, first, g->ndim, MAX_DIMS) {
     const I_T size = (I_T)g->out_sizes[d];
     const I_T i = rest % size;
     rest /= size;
@@ -43,21 +43,23 @@ __kernel void gather_nd(__global T_T* out, ulong out_offset, __global const T_T*
 // `chunk` elements along the innermost dim, with the index arithmetic of the other dims done once per run
 // (a work-item per element pays a division per dim per element: 3-20 ns an element on PoCL).
 // Where both strides are 1 the run is a plain loop the compiler vectorises.
-#define COPY_RUN(dst, dst_stride, src, src_stride, n)                               \
-  if ((dst_stride) == 1 && (src_stride) == 1) {                                       \
-    for (I_T r_ = 0; r_ < (n); ++r_) (dst)[r_] = (src)[r_];                          \
-  } else {                                                                          \
-    for (I_T r_ = 0; r_ < (n); ++r_) (dst)[r_ * (dst_stride)] = (src)[r_ * (src_stride)]; \
+// A run's elements are shared by TOCL_LINE_LANES work-items (prelude.cl).
+#define COPY_RUN(dst, dst_stride, src, src_stride, n)                                                 \
+  if ((dst_stride) == 1 && (src_stride) == 1) {                                                         \
+    for (I_T r_ = RUN_LANE(); r_ < (n); r_ += TOCL_LINE_LANES) (dst)[r_] = (src)[r_];                  \
+  } else {                                                                                            \
+    for (I_T r_ = RUN_LANE(); r_ < (n); r_ += TOCL_LINE_LANES) (dst)[r_ * (dst_stride)] = (src)[r_ * (src_stride)]; \
   }
 
 // gather_nd's line form: dim 0 (innermost) walked by the run, its source coordinate stepped (and
 // wrapped at in_size: roll, repeat) instead of recomputed.
 __kernel void gather_lines(__global T_T* out, ulong out_offset, __global const T_T* in, ulong in_offset, long runs,
                            long chunks, long chunk, GatherGeometry g) {
-  if (get_global_id(0) >= runs) return;
-  const I_T lo = ((I_T)get_global_id(0) % (I_T)chunks) * (I_T)chunk;
+  const long run_id = RUN_ID();
+  if (run_id >= runs) return;
+  const I_T lo = ((I_T)run_id % (I_T)chunks) * (I_T)chunk;
   I_T src = 0, dst = 0;
-  gather_offsets(&g, 1, (I_T)get_global_id(0) / (I_T)chunks, &src, &dst);
+  gather_offsets(&g, 1, (I_T)run_id / (I_T)chunks, &src, &dst);
   const I_T size0 = (I_T)g.out_sizes[0], in0 = (I_T)g.in_sizes[0];
   const I_T hi = min(lo + (I_T)chunk, size0);
   const I_T is0 = (I_T)g.in_strides[0], os0 = (I_T)g.out_strides[0];
@@ -72,9 +74,9 @@ __kernel void gather_lines(__global T_T* out, ulong out_offset, __global const T
     // wrapped kept it scalar (11x CPU's flip).
     __global const T_T* top = x + c * is0;
     if (os0 == 1 && is0 == 1) {
-      for (I_T r = 0; r < hi - lo; ++r) o[lo + r] = top[-r];
+      for (I_T r = RUN_LANE(); r < hi - lo; r += TOCL_LINE_LANES) o[lo + r] = top[-r];
     } else {
-      for (I_T r = 0; r < hi - lo; ++r) o[(lo + r) * os0] = top[-(r * is0)];
+      for (I_T r = RUN_LANE(); r < hi - lo; r += TOCL_LINE_LANES) o[(lo + r) * os0] = top[-(r * is0)];
     }
   } else {
     // A roll or a repeat: the source steps up and wraps at in0, so the run is copied in pieces that do not
@@ -153,9 +155,10 @@ __kernel void cat_lines(__global T_T* out, ulong out_offset, __global const T_T*
                         __global const T_T* in3, ulong o3, __global const T_T* in4, ulong o4,
                         __global const T_T* in5, ulong o5, __global const T_T* in6, ulong o6,
                         __global const T_T* in7, ulong o7, long runs, long chunks, long chunk, CatGeometry g) {
-  if (get_global_id(0) >= runs) return;
-  I_T line = (I_T)get_global_id(0) / (I_T)chunks;
-  const I_T lo = ((I_T)get_global_id(0) % (I_T)chunks) * (I_T)chunk;
+  const long run_id = RUN_ID();
+  if (run_id >= runs) return;
+  I_T line = (I_T)run_id / (I_T)chunks;
+  const I_T lo = ((I_T)run_id % (I_T)chunks) * (I_T)chunk;
   const I_T hi = min(lo + (I_T)chunk, (I_T)g.sizes[0]);
   // The line's coordinates in dims 1..3 (the cat dim's taken from the launch's first part on).
   I_T c1 = line % (I_T)g.sizes[1];
@@ -172,19 +175,31 @@ __kernel void cat_lines(__global T_T* out, ulong out_offset, __global const T_T*
   ulong off;
   if (g.cat_dim != 0) {
     const I_T cc = g.cat_dim == 1 ? c1 : g.cat_dim == 2 ? c2 : c3;
+    // The part and its strides by constant indices (unrolled): indexing the geometry argument by a variable
+    // made Intel's CPU compiler keep a private copy of it per work-item (cat: 4-8x its plain copy).
     int p = 0;
-    while (p + 1 < g.parts && cc >= (I_T)g.starts[p + 1]) ++p;
-    const I_T within = cc - (I_T)g.starts[p];  // the coordinate in part p
-    const I_T src = (g.cat_dim == 1 ? within : c1) * (I_T)g.in_strides[p][1] +
-                    (g.cat_dim == 2 ? within : c2) * (I_T)g.in_strides[p][2] +
-                    (g.cat_dim == 3 ? within : c3) * (I_T)g.in_strides[p][3];
-    const I_T is0 = (I_T)g.in_strides[p][0];
+    I_T start = (I_T)g.starts[0], is0 = (I_T)g.in_strides[0][0], is1 = (I_T)g.in_strides[0][1],
+        is2 = (I_T)g.in_strides[0][2], is3 = (I_T)g.in_strides[0][3];
+#pragma unroll
+    for (int q = 1; q < CAT_PARTS; ++q) {
+      if (q < g.parts && cc >= (I_T)g.starts[q]) {
+        p = q;
+        start = (I_T)g.starts[q];
+        is0 = (I_T)g.in_strides[q][0];
+        is1 = (I_T)g.in_strides[q][1];
+        is2 = (I_T)g.in_strides[q][2];
+        is3 = (I_T)g.in_strides[q][3];
+      }
+    }
+    const I_T within = cc - start;  // the coordinate in part p
+    const I_T src = (g.cat_dim == 1 ? within : c1) * is1 + (g.cat_dim == 2 ? within : c2) * is2 +
+                    (g.cat_dim == 3 ? within : c3) * is3;
     PART(p, ptr, off)
     COPY_RUN(out + out_offset + dst + lo * os0, os0, ptr + off + src + lo * is0, is0, hi - lo)
     return;
   }
   // dim 0 is the cat dim: [lo, hi) runs over parts; part p holds [starts[p], starts[p + 1]) - first.
-  for (int p = 0; p < g.parts; ++p) {
+  FOR_RANGE(p, 0, g.parts, CAT_PARTS) {
     const I_T b = max(lo, (I_T)g.starts[p] - first), e = min(hi, (I_T)g.starts[p + 1] - first);
     if (b >= e) continue;
     const I_T src = c1 * (I_T)g.in_strides[p][1] + c2 * (I_T)g.in_strides[p][2] + c3 * (I_T)g.in_strides[p][3];

@@ -77,7 +77,7 @@ typedef struct {
   const SIDX_T len = min((SIDX_T)(run), g.sizes[0] - line_begin_);            \
   const IDX_T lin0 = line_ * (IDX_T)g.sizes[0] + (IDX_T)line_begin_;          \
   TILED_FOR_OPS(LINE_RUN_DECLARE_)                                            \
-  for (int k = 1; k < g.ndim; ++k) {                                          \
+  FOR_RANGE(k, 1, g.ndim, MAX_DIMS) {                                         \
     const IDX_T line_size_ = (IDX_T)g.sizes[k];                               \
     const SIDX_T line_i_ = (SIDX_T)(line_ % line_size_);                      \
     line_ /= line_size_;                                                      \

@@ -10,6 +10,7 @@
 
 #include "runtime/device.h"
 #include "runtime/error.h"
+#include "runtime/item_vectorisation.h"
 
 namespace tocl {
 namespace {
@@ -23,7 +24,7 @@ std::optional<bool> flag_from_env(const char* name) {
   throw Error(std::string(name) + "='" + s + "': use 1 (on), 0 (off), or leave it unset for the device's default.");
 }
 
-KernelForms choose(const DeviceInfo& d) {
+KernelForms choose(int device, const DeviceInfo& d) {
   KernelForms f;
   if (const auto forced = kernel_class_from_env()) {
     f.kernel_class = *forced;
@@ -75,7 +76,27 @@ KernelForms choose(const DeviceInfo& d) {
   f.copy_lines = !f.gpu();
   f.conv_depthwise_rows = !f.gpu();
   f.pointwise_lines = !f.gpu();
-  f.pointwise_vectors = !f.gpu();
+
+  // The CPU forms' runs follow how the implementation vectorises (kernel_forms.h). On Intel's CPU runtime (2-core
+  // EPYC, medians of 40, us; a run per item -> 16 lanes a run): cat of two 1024x1024 floats 5116 -> 229,
+  // index_select of rows 2409 -> 132, repeat 1513 -> 79; docs/performance.md has the tables.
+  const auto lanes = item_vectorisation(device, d);
+  f.vectorises_items = lanes.across_items;
+  f.lanes_reason = lanes.reason;
+  f.line_lanes = f.vectorises_items && !f.gpu() ? std::max<size_t>(16, d.simd_width) : 1;
+  if (const char* v = std::getenv("TORCH_OPENCL_LINE_LANES"); v && *v) {
+    const long n = std::strtol(v, nullptr, 10);
+    if (n < 1 || n > 64 || (n & (n - 1)))
+      throw Error("TORCH_OPENCL_LINE_LANES='" + std::string(v) +
+                  "': use a power of two from 1 (a work-item walks each run alone) to 64, or leave it unset for "
+                  "the implementation's default.");
+    f.line_lanes = static_cast<size_t>(n);
+    f.lanes_reason = "TORCH_OPENCL_LINE_LANES=" + std::string(v);
+  }
+  if (f.line_lanes > 1) f.build_options += "-DTOCL_LINE_LANES=" + std::to_string(f.line_lanes) + " ";
+  // 16 elements a work-item as float16 vectors pay where a work-item's loop is vectorised (PoCL); where items
+  // are, the plain kernel of an element an item is already a vector loop.
+  f.pointwise_vectors = !f.gpu() && !f.vectorises_items;
 
   // PoCL, 16 elements an item: _foreach_sqrt over bench_training's MLP parameters took 4x a per-tensor
   // sqrt per tensor, and AdamW's foreach step over 6 large parameters 12.1 ms (1024: 4.4 ms;
@@ -111,6 +132,7 @@ KernelForms choose(const DeviceInfo& d) {
   const bool pocl_cpu = (d.type & CL_DEVICE_TYPE_CPU) && d.is_pocl();
   f.own_float_math = flag_from_env("TORCH_OPENCL_OWN_FLOAT_MATH").value_or(pocl_cpu);
   if (f.own_float_math) f.build_options += "-DTOCL_OWN_FLOAT_MATH";
+  while (!f.build_options.empty() && f.build_options.back() == ' ') f.build_options.pop_back();
   // PoCL: a fill kernel wins from 1 MiB (24 us against 76) and ties at 256 KiB; copies break even at 4 MiB.
   if (pocl_cpu) {
     f.kernel_fill_min_bytes = size_t(512) << 10;
@@ -143,7 +165,7 @@ KernelForms& forms_of(int device) {
   const DeviceInfo& info = device_info(device);  // range-checked
   std::lock_guard<std::mutex> lock(g_forms_mutex);
   if (g_forms.size() <= static_cast<size_t>(device)) g_forms.resize(device + 1);
-  if (!g_forms[device]) g_forms[device] = std::make_unique<KernelForms>(choose(info));
+  if (!g_forms[device]) g_forms[device] = std::make_unique<KernelForms>(choose(device, info));
   return *g_forms[device];
 }
 }  // namespace

@@ -31,6 +31,18 @@ struct KernelForms {
   // The SIMD width the device runs in lockstep where known (NVIDIA warp, AMD wavefront), else 0.
   size_t simd_width = 0;
 
+  // How the implementation maps work-items to SIMD lanes, which the CPU forms' runs follow. PoCL's CPU driver
+  // runs a group's work-items one after another and vectorises each item's own loops; Intel's CPU runtime, as
+  // GPUs, puts consecutive work-items in the lanes of one vector and leaves an item's loop scalar, so an item
+  // that walks a run alone makes every vector a gather of addresses a run apart (cat of two 1024x1024 floats:
+  // 5.1 ms on Intel's runtime, 0.12 on PoCL). Where items are vectorised, line_lanes consecutive items share a
+  // run, lane l taking its elements l, l + line_lanes, ... (kernels_cl/prelude.cl's RUN_ID and RUN_LANE).
+  // From the implementation (PoCL: its loops; Intel's CPU runtime and GPUs: across items); an unknown CPU
+  // implementation is measured once (runtime/item_vectorisation.h). TORCH_OPENCL_LINE_LANES=N overrides.
+  bool vectorises_items = false;
+  std::string lanes_reason;  // how that was decided
+  size_t line_lanes = 1;
+
   // mm/addmm/bmm/baddbmm on our register-tiled CPU kernel (kernels_cl/gemm.cl) for products up to
   // TORCH_OPENCL_SMALL_GEMM_LIMIT; the GPU class uses CLBlast and the GPU GEMM forms instead.
   bool cpu_register_gemm = true;

@@ -7,6 +7,7 @@
 
 #include "runtime/device.h"
 #include "runtime/error.h"
+#include "runtime/kernel_forms.h"
 #include "runtime/trace.h"
 
 namespace tocl {
@@ -57,6 +58,16 @@ void enqueue_1d(int device, int stream, cl_kernel kernel, size_t global, size_t 
   trace::Scope traced(device, stream, kernel);
   TOCL_CHECK(clEnqueueNDRangeKernel(queue(device, stream), kernel, 1, nullptr, &rounded, &local, 0, nullptr,
                                     traced.event()));
+}
+
+void enqueue_runs(int device, int stream, cl_kernel kernel, size_t runs) {
+  const size_t lanes = kernel_forms(device).line_lanes;
+  if (lanes <= 1) return enqueue_1d(device, stream, kernel, runs);
+  if (runs == 0) return;
+  const size_t per_group = std::max<size_t>(1, 256 / lanes);
+  const size_t global[3] = {lanes, (runs + per_group - 1) / per_group * per_group, 1};
+  const size_t local[3] = {lanes, per_group, 1};
+  enqueue_3d(device, stream, kernel, global, local);
 }
 
 void enqueue_3d(int device, int stream, cl_kernel kernel, const size_t global[3], const size_t local[3]) {

@@ -73,6 +73,13 @@ void enqueue_1d(int device, int stream, cl_kernel kernel, size_t global, size_t 
 // Enqueues a 3-D launch; each global size must be a multiple of its local size.
 void enqueue_3d(int device, int stream, cl_kernel kernel, const size_t global[3], const size_t local[3]);
 
+// The line kernels of the CPU forms over `runs` runs (kernels_cl/prelude.cl's RUN_ID, RUN_LANE): a work-item a
+// run where the device's line_lanes is 1; else a 2-D launch of line_lanes items (dim 0) by runs (dim 1), so
+// that a run's lanes share one vector and its index arithmetic (from dim 1) is uniform across it: its loads
+// are then vector loads, not gathers (Intel's compiler counts them in its remarks: TORCH_OPENCL_VERBOSE=1).
+// Groups of 256 items: Intel's runtime pays per group.
+void enqueue_runs(int device, int stream, cl_kernel kernel, size_t runs);
+
 // Enqueues a launch of 1 to 3 dimensions. `local` may be nullptr (the driver chooses the group);
 // otherwise each global size must be a multiple of its local size.
 void enqueue_nd(int device, int stream, cl_kernel kernel, cl_uint dims, const size_t* global, const size_t* local);

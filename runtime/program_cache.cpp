@@ -78,7 +78,8 @@ std::string build_log(cl_program program, cl_device_id device) {
   return log.c_str();
 }
 
-// Creates `path` and its parents, each readable by the owner only.
+}  // namespace
+
 bool make_private_dirs(const std::string& path) {
   std::string partial;
   for (size_t pos = 0; pos != std::string::npos;) {
@@ -91,6 +92,8 @@ bool make_private_dirs(const std::string& path) {
   }
   return true;
 }
+
+namespace {
 
 // Reads a cache file that must hold the program `key` names; an empty result means absent or broken (then
 // removed).

@@ -41,6 +41,9 @@ ProgramCacheStats program_cache_stats();
 // The on-disk cache directory, or "" when TORCH_OPENCL_CACHE=0 disables it.
 std::string cache_dir();
 
+// Creates `path` and its parents, each readable by the owner only; false where one cannot be made.
+bool make_private_dirs(const std::string& path);
+
 // While on, every (source, options) asked of get_program is kept, for recorded_sources() (tests check
 // that each compiles without a warning). Turning it off forgets them.
 void record_sources(bool on);

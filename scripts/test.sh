@@ -23,9 +23,14 @@ parallel . --ignore=test_distributed.py
 GPU_FORM_TESTS=(test_deferred_index_errors.py test_pointwise_lines.py test_blas.py test_gemm_tiled.py test_convolution.py test_conv_winograd.py test_softmax_loss.py test_cross_entropy.py test_normalization.py
                 test_rowwise_kernels.py test_row_gpu_forms.py test_reduction_forms.py test_reduce.py test_conv_depthwise.py
                 test_attention.py test_copy_lines.py test_sort_shape.py test_search_stats.py test_order_stats.py test_fuzz.py
-                test_transformer_fast_paths.py test_zoo_models.py test_zoo_transformers.py)
+                test_transformer_fast_paths.py test_zoo_models.py test_zoo_transformers.py test_half_training.py)
 echo "==> Again with TORCH_OPENCL_KERNEL_CLASS=gpu: ${GPU_FORM_TESTS[*]}"
 TORCH_OPENCL_KERNEL_CLASS=gpu parallel "${GPU_FORM_TESTS[@]}"
+# The CPU forms' runs as implementations that vectorise across work-items take them (Intel's CPU runtime: 16
+# work-items a run, runtime/kernel_forms.h's line_lanes), on PoCL.
+LANE_FORM_TESTS=(test_copy_lines.py test_pointwise_lines.py test_foreach.py test_item_vectorisation.py)
+echo "==> Again with TORCH_OPENCL_LINE_LANES=16: ${LANE_FORM_TESTS[*]}"
+TORCH_OPENCL_LINE_LANES=16 parallel "${LANE_FORM_TESTS[@]}"
 # Bad indices of embedding_bag and max_unpool2d as GPU-class devices report them (deferred IndexErrors).
 TORCH_OPENCL_KERNEL_CLASS=gpu run test_nn_ops_native.py -k "embedding_bag_errors or max_unpool_errors"
 # torch.compile's generated kernels in their GPU form (one work-group per reduction row), and the compile

@@ -29,6 +29,17 @@ def test_autocast_is_available_with_the_devices_default():
     assert torch.opencl.is_bf16_supported()
 
 
+def test_default_follows_cl_khr_fp16_of_every_device():
+    """float16 on Intel's OpenCL runtime, which has cl_khr_fp16; bfloat16 on PoCL's CPU device, which has not."""
+    props = [torch_opencl._C._device_properties(i) for i in range(torch.opencl.device_count())]
+    fp16 = all("cl_khr_fp16" in p["extensions"].split() for p in props)
+    if any(p["platform"].startswith("Intel") for p in props):
+        assert fp16  # so that CI's Intel slice runs float16 autocast for real
+    assert torch.opencl.is_fp16_supported() == fp16
+    torch.opencl.get_amp_supported_dtype()
+    assert torch.get_autocast_dtype("opencl") == (torch.float16 if fp16 else torch.bfloat16)
+
+
 def test_lower_precision_ops_give_the_default_dtype():
     dtype = device_default()
     torch.manual_seed(0)

@@ -2,8 +2,21 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
+#include "aten/kernel_support/cl_types.h"
+
 namespace torch_opencl {
 namespace {
+
+// float16 and bfloat16 run the composition on a float32 copy and round once at the end, as CPU's and CUDA's
+// kernels compute them: in their own dtype each tap's product, each partial sum, each index_add_ and each
+// axis would round again (thousands of units off near 0; nearest's gradient too, from its sums).
+bool through_float(const at::Tensor& t, const std::vector<AxisMap>& axes, bool weighted_only) {
+  return computed_in_float(t.scalar_type()) && std::any_of(axes.begin(), axes.end(), [&](const AxisMap& a) {
+           return weighted_only ? !a.weight.empty() : !a.identity();
+         });
+}
 
 at::Tensor index_on(const std::vector<int64_t>& idx, const at::Tensor& like) {
   return at::tensor(idx, at::TensorOptions().dtype(at::kLong)).to(like.device());
@@ -26,6 +39,9 @@ bool AxisMap::identity() const {
 }
 
 at::Tensor resample_forward(const at::Tensor& input, const std::vector<AxisMap>& axes) {
+  // Gathers alone (nearest, padding) move values without rounding them.
+  if (through_float(input, axes, /*weighted_only=*/true))
+    return resample_forward(input.to(at::kFloat), axes).to(input.scalar_type());
   at::Tensor x = input;
   for (const AxisMap& axis : axes) {
     if (axis.identity()) continue;
@@ -46,6 +62,8 @@ at::Tensor resample_forward(const at::Tensor& input, const std::vector<AxisMap>&
 
 at::Tensor resample_backward(const at::Tensor& grad_output, at::IntArrayRef input_sizes,
                              const std::vector<AxisMap>& axes) {
+  if (through_float(grad_output, axes, /*weighted_only=*/false))
+    return resample_backward(grad_output.to(at::kFloat), input_sizes, axes).to(grad_output.scalar_type());
   at::Tensor g = grad_output;
   for (auto it = axes.rbegin(); it != axes.rend(); ++it) {
     const AxisMap& axis = *it;

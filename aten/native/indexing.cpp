@@ -70,14 +70,14 @@ Tensor& index_select_out(const Tensor& self, int64_t dim, const Tensor& index, T
     cl_kernel k = dtype_kernel(in, "indexing.cl", "index_select_lines", idx.scalar_type());
     tocl::set_args(k, buffer_arg(o), buffer_arg(in), buffer_arg(idx), L(runs), L(chunks), L(run), L(index.numel()),
                    L(D), L(inner));
-    tocl::enqueue_1d(device_index(in), current_stream_of(in), k, runs);
+    tocl::enqueue_runs(device_index(in), current_stream_of(in), k, runs);
   } else if (forms.copy_lines) {  // inner == 1: a work-item per run of a row's selected elements
     const int64_t run = static_cast<int64_t>(forms.copy_run), K = index.numel();
     const int64_t chunks = (K + run - 1) / run;
     const int64_t runs = o.numel() / K * chunks;
     cl_kernel k = dtype_kernel(in, "indexing.cl", "index_select_columns", idx.scalar_type());
     tocl::set_args(k, buffer_arg(o), buffer_arg(in), buffer_arg(idx), L(runs), L(chunks), L(run), L(K), L(D));
-    tocl::enqueue_1d(device_index(in), current_stream_of(in), k, runs);
+    tocl::enqueue_runs(device_index(in), current_stream_of(in), k, runs);
   } else {
     cl_kernel k = dtype_kernel(in, "indexing.cl", "index_select", idx.scalar_type());
     tocl::set_args(k, buffer_arg(o), buffer_arg(in), buffer_arg(idx), L(o.numel()), L(index.numel()), L(D), L(inner));

@@ -108,7 +108,7 @@ void gather(const Tensor& out, const Tensor& in, std::vector<GatherDim> dims, co
     cl_kernel k = tocl::get_kernel(program, "gather_lines");
     tocl::set_args(k, buffer_arg(out), buffer_arg(in), static_cast<cl_long>(runs), static_cast<cl_long>(chunks),
                    static_cast<cl_long>(run), g);
-    tocl::enqueue_1d(device, current_stream_of(in), k, runs);
+    tocl::enqueue_runs(device, current_stream_of(in), k, runs);
     return;
   }
   cl_kernel k = tocl::get_kernel(program, "gather_nd");
@@ -272,7 +272,7 @@ bool cat_launches(const std::vector<CatPart>& parts, int64_t dim, const Tensor& 
       const int64_t chunks = (g.sizes[0] + run - 1) / run;
       const int64_t runs = total / g.sizes[0] * chunks;
       args.set(static_cast<cl_long>(runs)).set(static_cast<cl_long>(chunks)).set(static_cast<cl_long>(run)).set(g);
-      tocl::enqueue_1d(device, current_stream_of(out), k, static_cast<size_t>(runs));
+      tocl::enqueue_runs(device, current_stream_of(out), k, static_cast<size_t>(runs));
       continue;
     }
     args.set(static_cast<cl_long>(total)).set(g);

@@ -1,6 +1,7 @@
 // _weight_norm_interface and its backward (nn.utils.weight_norm, torch._weight_norm over the first or last
 // dim): w = v * (g / ||v||) with the norm over every dim but `dim`, composed from native reductions and
-// pointwise ops in CPU's order (the norm in float for bfloat16, as CPU keeps it).
+// pointwise ops in CPU's order. float16 and bfloat16 compute in float and round once, and return the norms in
+// float, as CPU's kernels do.
 #include <ATen/ATen.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -8,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "aten/kernel_support/cl_types.h"
 #include "aten/kernel_support/dtype_fallback.h"
 #include "aten/kernel_support/kernel_program.h"
 
@@ -38,9 +40,10 @@ std::tuple<Tensor, Tensor> weight_norm_interface(const Tensor& v, const Tensor& 
   const auto [dims, keep] = reduced_dims(v, dim);
   TORCH_CHECK(g.numel() == (v.dim() == 0 ? 1 : v.size(dim)), "weight_norm: expected g with ",
               v.dim() == 0 ? 1 : v.size(dim), " elements, got ", g.sizes());
-  const auto norm_type = g.scalar_type() == at::kBFloat16 ? at::kFloat : g.scalar_type();
-  const auto norm = at::linalg_vector_norm(v, 2, dims, /*keepdim=*/true, norm_type);
-  const auto w = v * (g.reshape(keep).to(norm_type) / norm).to(v.scalar_type());
+  const auto norm_type = compute_dtype(g.scalar_type());
+  const auto acc = at::promote_types(compute_dtype(v.scalar_type()), compute_dtype(g.scalar_type()));
+  const auto norm = at::linalg_vector_norm(v, 2, dims, /*keepdim=*/true, acc);
+  const auto w = (v.to(acc) * (g.reshape(keep).to(acc) / norm)).to(v.scalar_type());
   auto norms = at::empty_strided(g.sizes(), g.strides(), g.options().dtype(norm_type));
   norms.copy_(norm.reshape(g.sizes()));
   return {w.contiguous(), norms};
@@ -55,8 +58,8 @@ std::tuple<Tensor, Tensor> weight_norm_interface_backward(const Tensor& grad_w, 
   check_dim(saved_v, dim);
   const c10::DeviceGuard guard(saved_v.device());
   const auto [dims, keep] = reduced_dims(saved_v, dim);
-  const auto acc = saved_norms.scalar_type();
-  const auto norm = saved_norms.reshape(keep);
+  const auto acc = at::promote_types(compute_dtype(saved_v.scalar_type()), compute_dtype(saved_norms.scalar_type()));
+  const auto norm = saved_norms.reshape(keep).to(acc);
   const auto g = saved_g.reshape(keep).to(acc);
   // a = sum(grad_w * v) per slice; grad_g = a / norm; grad_v = (g / norm) * (grad_w - v * a / norm^2).
   const auto a = (grad_w.to(acc) * saved_v.to(acc)).sum(dims, /*keepdim=*/true);

@@ -19,6 +19,7 @@
 #include "runtime/error.h"
 #include "runtime/fork.h"
 #include "runtime/gemm_tuning.h"
+#include "runtime/item_vectorisation.h"
 #include "runtime/kernel_forms.h"
 #include "runtime/launch.h"
 #include "runtime/pocl_cache.h"
@@ -71,6 +72,9 @@ py::dict device_properties(int index) {
   p["kernel_copy_min_bytes"] = forms.kernel_copy_min_bytes;
   p["row_group"] = forms.row_group;
   p["pointwise_vectors"] = forms.pointwise_vectors;
+  p["vectorises_items"] = forms.vectorises_items;
+  p["line_lanes"] = forms.line_lanes;
+  p["lanes_reason"] = forms.lanes_reason;
   p["cpu_gemm_vector_width"] = forms.cpu_gemm_vector_width;
   p["cpu_gemm_rows"] = forms.cpu_gemm_rows;
   p["cpu_gemm_nt_rows"] = forms.cpu_gemm_nt_rows;
@@ -285,6 +289,12 @@ PYBIND11_MODULE(_C, m) {
     return old;
   }, py::arg("device"), py::arg("channels") = py::none());
   m.def("_gemm_builtin_parameters", &tocl::builtin_gemm_parameters);
+  // The measurement an unknown CPU implementation gets (runtime/item_vectorisation.h), made now.
+  m.def("_measure_item_vectorisation", [](int device) {
+    const auto t = tocl::measure_item_vectorisation(device, tocl::device_info(device));
+    return py::dict(py::arg("per_item_us") = t.per_item_us, py::arg("across_items_us") = t.across_items_us,
+                    py::arg("across_items") = t.across_items);
+  });
   m.def("_gemm_override", [](int device, const std::string& kernel, int bits, const std::map<std::string, size_t>& p) {
     tocl::ensure_gemm_tuning(device);
     tocl::override_gemm_parameters(device, kernel, bits, p);
