@@ -246,6 +246,7 @@ std::string describe_program(const std::string& source) {
   return text;
 }
 
+// The names of a built program's kernels (CL_PROGRAM_KERNEL_NAMES: separated by ';').
 std::vector<std::string> kernel_names(cl_program program) {
   size_t size = 0;
   if (clGetProgramInfo(program, CL_PROGRAM_KERNEL_NAMES, 0, nullptr, &size) != CL_SUCCESS || size == 0) return {};
@@ -253,7 +254,7 @@ std::vector<std::string> kernel_names(cl_program program) {
   if (clGetProgramInfo(program, CL_PROGRAM_KERNEL_NAMES, size, text.data(), nullptr) != CL_SUCCESS) return {};
   std::vector<std::string> names;
   for (size_t begin = 0; begin < text.size();) {
-    size_t end = text.find_first_of(";", begin);
+    size_t end = text.find(';', begin);
     if (end == std::string::npos) end = text.size();
     std::string name = text.substr(begin, end - begin).c_str();
     if (!name.empty()) names.push_back(name);
