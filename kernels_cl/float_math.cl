@@ -16,7 +16,7 @@
 
 // Always inlined: a call to a function the inliner left out keeps PoCL's work-item loop scalar (expm1 through
 // a not-inlined log ran at the builtin's 12 ns an element instead of 1.5).
-#define TOCL_MATH_INLINE inline __attribute__((always_inline))
+#define TOCL_MATH_INLINE static inline __attribute__((always_inline))
 
 // x = 2^e (1 + f) with 1 + f in [sqrt(1/2), sqrt(2)); *z = f*f, returns the polynomial's part of
 // log(1 + f) - f (so log(1 + f) = f + that). x must be positive and finite (subnormals included).
@@ -310,7 +310,7 @@ TOCL_MATH_INLINE float tocl_acosf(float x) {
 // Overloads by argument type: own for float, the builtin for doubles and vectors. A driver may define
 // log etc. as macros (PoCL does): OWN is pasted from the unexpanded name, BUILTIN expands to the driver's.
 #define TOCL_BUILTIN_MATH(OWN, BUILTIN, T) \
-  inline __attribute__((overloadable)) T OWN(T x) { return BUILTIN(x); }
+  static inline __attribute__((overloadable)) T OWN(T x) { return BUILTIN(x); }
 #ifdef cl_khr_fp64  // wherever double exists: a double argument must not convert to the float overload
 #define TOCL_BUILTIN_MATH_DOUBLES(OWN, BUILTIN)                                          \
   TOCL_BUILTIN_MATH(OWN, BUILTIN, double) TOCL_BUILTIN_MATH(OWN, BUILTIN, double2)       \
@@ -336,8 +336,8 @@ TOCL_MATH_OVERLOADS(acos)
 TOCL_MATH_INLINE __attribute__((overloadable)) float tocl_pow(float a, float b) {
   return tocl_pow_through_double(a, b);
 }
-inline __attribute__((overloadable)) double tocl_pow(double a, double b) { return pow(a, b); }
-#define TOCL_BUILTIN_POW(T) inline __attribute__((overloadable)) T tocl_pow(T a, T b) { return pow(a, b); }
+static inline __attribute__((overloadable)) double tocl_pow(double a, double b) { return pow(a, b); }
+#define TOCL_BUILTIN_POW(T) static inline __attribute__((overloadable)) T tocl_pow(T a, T b) { return pow(a, b); }
 TOCL_BUILTIN_POW(float2) TOCL_BUILTIN_POW(float4) TOCL_BUILTIN_POW(float8) TOCL_BUILTIN_POW(float16)
 TOCL_BUILTIN_POW(double2) TOCL_BUILTIN_POW(double4) TOCL_BUILTIN_POW(double8) TOCL_BUILTIN_POW(double16)
 #endif

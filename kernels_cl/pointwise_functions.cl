@@ -3,7 +3,7 @@
 // Always inlined: PoCL's inliner leaves a large helper (gelu_erf_backward) as a call, and a call
 // in the work-item loop stops the vectoriser (gelu_backward 8x slower).
 // Overloadable: the vector kernel (VEC16, below) adds float16 versions of some of them.
-#define TOCL_INLINE inline __attribute__((always_inline, overloadable))
+#define TOCL_INLINE static inline __attribute__((always_inline, overloadable))
 
 #if C_IS_FLOAT
 // Python's modulo: the result takes the sign of the divisor.

@@ -352,6 +352,61 @@ PoclCacheReport prepare() {
 
 }  // namespace
 
+namespace {
+
+// PoCL's hash letters: each of a SHA-1's nibbles as 'A' + its value; the first two name the group directory.
+std::string group_name(int group) { return {static_cast<char>('A' + group / 16), static_cast<char>('A' + group % 16)}; }
+
+timespec modified(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return {0, 0};
+  return st.st_mtim;
+}
+
+bool same_time(const timespec& a, const timespec& b) { return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec; }
+
+// Whether a program.bc holds every name (LLVM keeps function names as plain text in its string table).
+bool names_all(const std::string& path, const std::vector<std::string>& names) {
+  const std::string bitcode = read_text(path);
+  if (bitcode.empty()) return false;
+  return std::all_of(names.begin(), names.end(), [&](const std::string& name) {
+    return bitcode.find(name) != std::string::npos;
+  });
+}
+
+}  // namespace
+
+PoclBuildWatch::PoclBuildWatch() {
+  const auto& report = prepare_pocl_cache();
+  if (!report.pocl_installed || report.used.empty() || !kernel_cache_on()) return;
+  top_ = report.used;
+  clock_gettime(CLOCK_REALTIME, &start_);
+  groups_.reserve(256);
+  for (int group = 0; group < 256; ++group) groups_.push_back(modified(top_ + "/" + group_name(group)));
+}
+
+bool PoclBuildWatch::compiled(const std::vector<std::string>& kernel_names) const {
+  if (top_.empty()) return true;
+  // File times come from the kernel's coarse clock, which may lag the wall clock by a tick.
+  timespec since = start_;
+  since.tv_nsec -= 50 * 1000 * 1000;
+  if (since.tv_nsec < 0) {
+    since.tv_nsec += 1000 * 1000 * 1000;
+    since.tv_sec -= 1;
+  }
+  for (int group = 0; group < 256; ++group) {
+    const std::string group_dir = top_ + "/" + group_name(group);
+    if (same_time(modified(group_dir), groups_[group])) continue;
+    for (const auto& program : entries(group_dir)) {
+      const std::string bitcode = group_dir + "/" + program + "/program.bc";
+      const timespec written = modified(bitcode);
+      const bool recent = written.tv_sec > since.tv_sec || (written.tv_sec == since.tv_sec && written.tv_nsec >= since.tv_nsec);
+      if (recent && names_all(bitcode, kernel_names)) return true;
+    }
+  }
+  return false;
+}
+
 const PoclCacheReport& prepare_pocl_cache() {
   static const PoclCacheReport report = prepare();
   return report;

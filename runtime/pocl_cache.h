@@ -10,7 +10,10 @@
 //    itself writes each file atomically, after fdatasync) every program's files are checked for a whole
 //    structure, and a program with a damaged file is removed, so PoCL compiles it again. A stamp in the
 //    directory (.torch_opencl_checked, the boot's id) makes later starts of the same boot skip the check.
+#include <time.h>
+
 #include <string>
+#include <vector>
 
 namespace tocl {
 
@@ -25,5 +28,24 @@ struct PoclCacheReport {
 
 // Runs once, before the first OpenCL call (device.cpp's discover()); later calls return the first report.
 const PoclCacheReport& prepare_pocl_cache();
+
+// Tells whether a clBuildProgram from source on PoCL compiled the program or loaded it from PoCL's kernel cache
+// (which costs a few tens of milliseconds: PoCL preprocesses the source and reads program.bc back). PoCL 3.x keeps
+// a program in <cache>/<2 letters>/<36 letters>/program.bc, and makes the directory and writes program.bc only
+// when it compiles; so a compile adds an entry to one of the 256 two-letter directories (its modification time
+// changes) holding a program.bc written during the build that names the program's kernels (other processes
+// compiling other programs at the same time are told apart by those names). Made just before the build;
+// compiled() just after it. Without a kernel cache (POCL_KERNEL_CACHE=0, or no directory known) every build
+// compiles.
+class PoclBuildWatch {
+ public:
+  PoclBuildWatch();
+  bool compiled(const std::vector<std::string>& kernel_names) const;
+
+ private:
+  std::string top_;                // PoCL's cache directory, or "" (every build compiles)
+  std::vector<timespec> groups_;   // each two-letter directory's modification time ({0, 0}: absent)
+  timespec start_{};               // the wall clock when the build started
+};
 
 }  // namespace tocl

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -60,7 +61,7 @@ struct Cache {
   bool recording = false;
   bool notice_enabled = true;
   bool noticed = false;  // the one "compiling ..." line has been printed
-  double compile_seconds = 0;  // in builds from source
+  double compile_seconds = 0;  // in builds from source that compiled (not loaded from the driver's cache)
   int keep_binaries = -1;  // -1: as binaries_worth_keeping() says; 0/1: forced (tests)
 };
 
@@ -245,7 +246,26 @@ std::string describe_program(const std::string& source) {
   return text;
 }
 
-cl_program build_from_source(int device, const std::string& source, const std::string& options, double* seconds) {
+// The names of a built program's kernels (CL_PROGRAM_KERNEL_NAMES: separated by ';').
+std::vector<std::string> kernel_names(cl_program program) {
+  size_t size = 0;
+  if (clGetProgramInfo(program, CL_PROGRAM_KERNEL_NAMES, 0, nullptr, &size) != CL_SUCCESS || size == 0) return {};
+  std::string text(size, '\0');
+  if (clGetProgramInfo(program, CL_PROGRAM_KERNEL_NAMES, size, text.data(), nullptr) != CL_SUCCESS) return {};
+  std::vector<std::string> names;
+  for (size_t begin = 0; begin < text.size();) {
+    size_t end = text.find(';', begin);
+    if (end == std::string::npos) end = text.size();
+    std::string name = text.substr(begin, end - begin).c_str();
+    if (!name.empty()) names.push_back(name);
+    begin = end + 1;
+  }
+  return names;
+}
+
+// `*compiled`: whether the driver compiled the source, or (PoCL) loaded the program from its own cache.
+cl_program build_from_source(int device, const std::string& source, const std::string& options, double* seconds,
+                             bool* compiled) {
   const auto& info = device_info(device);
   const char* text = source.c_str();
   const size_t length = source.size();
@@ -256,9 +276,12 @@ cl_program build_from_source(int device, const std::string& source, const std::s
   // "N warnings generated." on the user's terminal. Our sources compile without warnings
   // (test_kernel_warnings.py); TORCH_OPENCL_VERBOSE=1 shows them, with each build's log.
   const std::string build_options = verbose() ? options : (options.empty() ? "-w" : options + " -w");
+  std::optional<PoclBuildWatch> watch;
+  if (info.is_pocl()) watch.emplace();
   const auto t0 = std::chrono::steady_clock::now();
   status = clBuildProgram(program, 1, &info.id, build_options.c_str(), nullptr, nullptr);
   *seconds = seconds_since(t0);
+  *compiled = true;
   if (status != CL_SUCCESS) {
     const std::string log = build_log(program, info.id);
     clReleaseProgram(program);
@@ -266,10 +289,12 @@ cl_program build_from_source(int device, const std::string& source, const std::s
                          error_name(status) + ") with options '" + options + "'. Build log:\n" + log,
                      status);
   }
+  if (watch) *compiled = watch->compiled(kernel_names(program));
   if (verbose()) {
     const std::string log = build_log(program, info.id);
-    std::fprintf(stderr, "torch_opencl: built %s (options '%s') on %s in %.2f s%s%s\n", describe_program(source).c_str(),
-                 options.c_str(), info.name.c_str(), *seconds, blank(log) ? "" : "; build log:\n", log.c_str());
+    std::fprintf(stderr, "torch_opencl: built %s (options '%s') on %s in %.2f s%s%s%s\n", describe_program(source).c_str(),
+                 options.c_str(), info.name.c_str(), *seconds, *compiled ? "" : ", from PoCL's kernel cache",
+                 blank(log) ? "" : "; build log:\n", log.c_str());
   }
   return program;
 }
@@ -294,7 +319,8 @@ std::string cache_location(const DeviceInfo& info) {
 }
 
 // One line, once per process, when compiling has taken a second: a first run that sits still while
-// its kernels compile says why.
+// its kernels compile says why. Programs loaded from a cache (ours, or PoCL's own) do not count: a warm
+// start compiles nothing and says nothing.
 void notice_compiling(Cache& c, const DeviceInfo& info) {
   if (c.noticed || !c.notice_enabled || c.compile_seconds < 1.0) return;
   c.noticed = true;
@@ -384,8 +410,10 @@ cl_program get_program(int device, const std::string& source, const std::string&
       }
     }
     if (!program) {
-      program = build_from_source(device, source, options, &seconds);
+      bool compiled = true;
+      program = build_from_source(device, source, options, &seconds, &compiled);
       counted.source_builds++;
+      if (!compiled) counted.driver_cache_loads++;
       if (!path.empty() && binaries_worth_keeping(info, forced_binaries) && make_private_dirs(dir))
         write_entry(path, entry_key, program_binary(program));
     }
@@ -407,9 +435,10 @@ cl_program get_program(int device, const std::string& source, const std::string&
   c.programs[key] = program;
   c.stats.disk_loads += counted.disk_loads;
   c.stats.source_builds += counted.source_builds;
+  c.stats.driver_cache_loads += counted.driver_cache_loads;
   c.stats.corrupt_files += counted.corrupt_files;
   c.stats.build_seconds += seconds;
-  if (counted.source_builds) {
+  if (counted.source_builds > counted.driver_cache_loads) {
     c.compile_seconds += seconds;
     notice_compiling(c, device_info(device));
   }

@@ -19,7 +19,8 @@ namespace tocl {
 struct ProgramCacheStats {
   int64_t memory_hits = 0;     // served from this process's cache
   int64_t disk_loads = 0;      // loaded from a binary on disk
-  int64_t source_builds = 0;   // compiled from source
+  int64_t source_builds = 0;   // built from source (clBuildProgram on the text)
+  int64_t driver_cache_loads = 0;  // of those, loaded from the driver's own cache, not compiled (PoCL)
   int64_t corrupt_files = 0;   // disk entries found broken, removed and rebuilt
   double build_seconds = 0;    // time spent in clBuildProgram, both kinds
 };

@@ -3,6 +3,7 @@ shows them with each build's log), the first second of compiling prints one line
 wait, and ``python -m torch_opencl warmup`` compiles the training hot set ahead of time.
 
 Each case runs in a child process, whose stderr is the terminal a user would see."""
+import json
 import os
 import subprocess
 import sys
@@ -59,29 +60,68 @@ def test_verbose_tells_programs_apart(tmp_path):
 
 
 SLOW_COMPILES = r"""
-import sys, uuid, torch, torch_opencl
+import json, sys, uuid, torch, torch_opencl
 from torch_opencl import _C
-# Distinct programs until a second has gone into compiling, then two more.
+# Distinct programs until a second has gone into compiling, then two more; their sources go to argv[1]. A macro
+# tells them apart (PoCL knows a program by its preprocessed text, which keeps no comment).
 body = "".join(f"__kernel void k{i}(__global float* x, int n) {{ for (int j = 0; j < n; ++j) x[j] = sin(x[j]) * {i}.0f; }}\n"
                for i in range(20))
+sources = []
 for extra in range(200):
-    _C._build_program(0, f"// {uuid.uuid4().hex}\n" + body, "")
+    sources.append(f"#define NONCE_{uuid.uuid4().hex}\n" + body)
+    _C._build_program(0, sources[-1], "")
     if _C._program_cache_stats()["build_seconds"] >= 1.0:
         break
 for extra in range(2):
-    _C._build_program(0, f"// {uuid.uuid4().hex}\n" + body, "")
+    sources.append(f"#define NONCE_{uuid.uuid4().hex}\n" + body)
+    _C._build_program(0, sources[-1], "")
+json.dump(sources, open(sys.argv[1], "w"))
 print("location", _C._program_cache_location(0))
+print("stats", json.dumps(_C._program_cache_stats()))
+"""
+
+# The same programs in a new process: loaded from the disk caches (PoCL's own on PoCL, ours on other drivers),
+# again and again (the memory cache emptied each round) until loading has taken the second after which
+# compiling would be announced.
+WARM_LOADS = r"""
+import json, sys, torch, torch_opencl
+from torch_opencl import _C
+sources = json.load(open(sys.argv[1]))
+for round in range(500):
+    for source in sources:
+        _C._build_program(0, source, "")
+    _C._clear_program_memory_cache()
+    if _C._program_cache_stats()["build_seconds"] >= 1.0:
+        break
+print("stats", json.dumps(_C._program_cache_stats()))
 """
 
 
-def test_the_first_second_of_compiling_says_why_once():
-    proc = run(SLOW_COMPILES)
-    assert proc.returncode == 0, proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if "compiling OpenCL kernels" in line]
-    assert len(lines) == 1, proc.stderr
-    location = proc.stdout.split("location ", 1)[1].strip()
+def stats_of(proc):
+    return json.loads(proc.stdout.split("stats ", 1)[1])
+
+
+def test_the_first_second_of_compiling_says_why_once_and_a_warm_start_says_nothing(tmp_path):
+    from torch_opencl.warmup import _compiled, _loaded
+
+    caches = dict(POCL_CACHE_DIR=str(tmp_path / "pocl"), TORCH_OPENCL_CACHE_DIR=str(tmp_path / "ours"))
+    sources = str(tmp_path / "sources.json")
+    cold = run(SLOW_COMPILES, sources, **caches)
+    assert cold.returncode == 0, cold.stderr
+    lines = [line for line in cold.stderr.splitlines() if "compiling OpenCL kernels" in line]
+    assert len(lines) == 1, cold.stderr
+    location = cold.stdout.split("location ", 1)[1].splitlines()[0].strip()
     assert torch.opencl.get_device_name() in lines[0] and f"(cached in {location} after this run;" in lines[0]
     assert "python -m torch_opencl warmup" in lines[0]
+    built = len(json.load(open(sources)))
+    assert _compiled(stats_of(cold)) == built and _loaded(stats_of(cold)) == 0, cold.stdout
+
+    warm = run(WARM_LOADS, sources, **caches)
+    assert warm.returncode == 0, warm.stderr
+    stats = stats_of(warm)
+    assert stats["build_seconds"] >= 1.0, stats  # as long as the cold process took to announce its compiling
+    assert _compiled(stats) == 0 and _loaded(stats) >= built, stats
+    assert "compiling OpenCL kernels" not in warm.stderr, warm.stderr
 
 
 def test_build_errors_still_carry_the_log_under_quiet_builds():

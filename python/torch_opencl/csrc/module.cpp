@@ -145,6 +145,7 @@ py::dict program_cache_stats() {
   out["memory_hits"] = s.memory_hits;
   out["disk_loads"] = s.disk_loads;
   out["source_builds"] = s.source_builds;
+  out["driver_cache_loads"] = s.driver_cache_loads;
   out["corrupt_files"] = s.corrupt_files;
   out["build_seconds"] = s.build_seconds;
   return out;
