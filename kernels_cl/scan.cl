@@ -63,6 +63,53 @@ __kernel void scan_lines(__global const IN_T* in, ulong in_offset, __global OUT_
   }
 }
 
+#if TOCL_LINE_LANES > 1
+// scan_lines where work-items are vectorised (Intel's CPU runtime; prelude.cl) and the lines are contiguous: a
+// line an item made every load a gather (cumsum of 1024 rows 5x PoCL's time), and a scan cannot split a line
+// among lanes without changing its order of operations. So blocks of L = TOCL_LINE_LANES lines go through
+// L x 4L tiles in local memory: the L lanes load a tile row by row (neighbouring lanes, neighbouring elements),
+// then each lane scans its own line's row of the tile in order, carrying its line's running value, and the
+// tile is stored as it was loaded. The operations are scan_lines' own, in its order: the same bits.
+// The launch (runtime/launch.h's enqueue_runs): lanes in dim 0, blocks of L lines in dim 1. Every item reaches
+// every barrier; lines past M load and store nothing.
+#define SCAN_L TOCL_LINE_LANES
+#define SCAN_BLOCKS (RUN_GROUP / SCAN_L)
+#define SCAN_W (4 * SCAN_L)  // columns a tile: four vectors a line between barriers
+__kernel void scan_lines_tiles(__global const IN_T* in, ulong in_offset, __global OUT_T* out, ulong out_offset, int op,
+                               long M, long N, ScanGeometry g) {
+  __local ACC_T tile[SCAN_BLOCKS][SCAN_L][SCAN_W];
+  __local long in_base[SCAN_BLOCKS][SCAN_L], out_base[SCAN_BLOCKS][SCAN_L];
+  const int lane = RUN_LANE(), b = (int)get_local_id(1);
+  const long first_line = RUN_ID() * SCAN_L;
+  // Lane l finds line first_line + l's offsets once; the lanes then read them for every line of the block.
+  const long own = first_line + lane;
+  const LineOffsets base = line_offsets(&g, own < M ? own : 0);
+  in_base[b][lane] = (long)in_offset + base.in;
+  out_base[b][lane] = (long)out_offset + base.out;
+  const int lines = (int)clamp(M - first_line, 0L, (long)SCAN_L);
+  ACC_T acc = SCAN_INIT(op);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (long c0 = 0; c0 < N; c0 += SCAN_W) {
+    for (int r = 0; r < lines; ++r)
+      for (int q = lane; q < SCAN_W; q += SCAN_L)
+        if (c0 + q < N) tile[b][r][q] = (ACC_T)LOAD_IN(in, in_base[b][r] + c0 + q);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lane < lines) {
+      const int n = (int)min((long)SCAN_W, N - c0);
+      for (int j = 0; j < n; ++j) {
+        acc = SCAN_STEP(op, acc, tile[b][lane][j]);
+        tile[b][lane][j] = acc;
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int r = 0; r < lines; ++r)
+      for (int q = lane; q < SCAN_W; q += SCAN_L)
+        if (c0 + q < N) STORE_OUT(out, out_base[b][r] + c0 + q, tile[b][r][q]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+#endif
+
 // cummax (is_max) / cummin: running extreme and its index as CPU: a NaN always takes over
 // (so the index is the last NaN's), ties move the index to the later element.
 __kernel void scan_extreme_lines(__global const IN_T* in, ulong in_offset, __global OUT_T* out, ulong out_offset,

@@ -66,3 +66,34 @@ def test_line_lanes_override_reaches_the_kernels():
     proc = _run(code, TORCH_OPENCL_LINE_LANES="8")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split()[:1] == ["8"]
+
+
+# The families whose lanes forms differ most from a run per item (argreduce_lanes, scan_lines_tiles, the batch
+# norm planes walked by a group): partial blocks of lines and tiles, strided outer dims, several ops. Exact: each
+# lanes form keeps its family's order of operations (argmax's ties, a scan's sequence), or compares integers.
+SCAN_SHAPES = [(1, 5), (17, 33), (40, 16), (3, 2, 100)]
+
+
+@pytest.mark.parametrize("shape", SCAN_SHAPES)
+def test_scans_of_contiguous_lines_match_cpu(shape):
+    g = torch.Generator().manual_seed(len(shape) * 100 + shape[-1])
+    x = torch.randn(shape, generator=g)
+    d = x.to("opencl")
+    for fn in (lambda t: t.cumsum(-1), lambda t: t.cumprod(-1), lambda t: t.logcumsumexp(-1),
+               lambda t: t.transpose(0, -2).cumsum(-1), lambda t: (t * 10).long().cumsum(-1)):
+        torch.testing.assert_close(fn(d).cpu(), fn(x), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("shape", SCAN_SHAPES)
+def test_argmax_of_contiguous_runs_matches_cpu(shape):
+    g = torch.Generator().manual_seed(shape[-1])
+    x = torch.randint(0, 4, shape, generator=g).float()  # many ties: the first index must win, as on CPU
+    x.view(-1)[::7] = float("nan") if x.numel() > 20 else 0.0
+    d = x.to("opencl")
+    for fn in (lambda t: t.argmax(-1), lambda t: t.argmin(-1), lambda t: t.max(-1), lambda t: t.min(-1)):
+        got, want = fn(d), fn(x)
+        if isinstance(want, tuple):
+            torch.testing.assert_close(got.values.cpu(), want.values, equal_nan=True)
+            assert torch.equal(got.indices.cpu(), want.indices)
+        else:
+            assert torch.equal(got.cpu(), want)

@@ -173,6 +173,15 @@ void scan_into(const Tensor& self_in, int64_t dim, const Tensor& out, int op, co
     tocl::enqueue_1d(device, current_stream_of(self), k, lines);
     return;
   }
+  if (forms.line_lanes > 1 && self.stride(dim) == 1 && o.stride(dim) == 1) {
+    // Blocks of line_lanes contiguous lines through tiles in local memory (scan.cl's scan_lines_tiles).
+    cl_kernel k = tocl::get_kernel(program, "scan_lines_tiles");
+    tocl::set_args(k, buffer_arg(self), buffer_arg(o), static_cast<cl_int>(op), static_cast<cl_long>(lines),
+                   static_cast<cl_long>(N), g);
+    tocl::enqueue_runs(device, current_stream_of(self), k,
+                       static_cast<size_t>((lines + forms.line_lanes - 1) / forms.line_lanes));
+    return;
+  }
   cl_kernel k = tocl::get_kernel(program, "scan_lines");
   tocl::set_args(k, buffer_arg(self), buffer_arg(o), static_cast<cl_int>(op), static_cast<cl_long>(lines),
                  static_cast<cl_long>(self.size(dim)), static_cast<cl_long>(self.stride(dim)),
