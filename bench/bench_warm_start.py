@@ -42,23 +42,9 @@ def child(name, device_name, steps, cpu_threads):
     sys.path.insert(0, HERE)
     from bench_training import transformer
 
+    from bench_vs_cuda import BasicBlock as Block  # the residual block of the GPU benchmark's CNN
+
     def resnet18():
-        class Block(nn.Module):
-            def __init__(self, cin, cout, stride):
-                super().__init__()
-                self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-                self.bn1 = nn.BatchNorm2d(cout)
-                self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-                self.bn2 = nn.BatchNorm2d(cout)
-                self.down = None
-                if stride != 1 or cin != cout:
-                    self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-
-            def forward(self, x):
-                identity = x if self.down is None else self.down(x)
-                out = F.relu(self.bn1(self.conv1(x)))
-                return F.relu(self.bn2(self.conv2(out)) + identity)
-
         widths = (16, 32, 64, 128)
         layers, cin = [], widths[0]
         for i, w in enumerate(widths):
