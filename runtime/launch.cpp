@@ -64,7 +64,9 @@ void enqueue_runs(int device, int stream, cl_kernel kernel, size_t runs) {
   const size_t lanes = kernel_forms(device).line_lanes;
   if (lanes <= 1) return enqueue_1d(device, stream, kernel, runs);
   if (runs == 0) return;
-  const size_t per_group = std::max<size_t>(1, 256 / lanes);  // RUN_GROUP items (kernels_cl/prelude.cl)
+  // RUN_GROUP (256, kernels_cl/prelude.cl) items a group, or as many as the device allows.
+  const size_t limit = device_info(device).max_work_group_size;
+  const size_t per_group = std::max<size_t>(1, std::min<size_t>(256, limit ? limit : 256) / lanes);
   const size_t global[3] = {lanes, (runs + per_group - 1) / per_group * per_group, 1};
   const size_t local[3] = {lanes, per_group, 1};
   enqueue_3d(device, stream, kernel, global, local);
