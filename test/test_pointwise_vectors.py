@@ -1,19 +1,22 @@
 """The vector form of contiguous float32 pointwise ops (runtime/kernel_forms.h's pointwise_vectors, the CPU
-class: pointwise.cl's pointwise_contiguous_v16, 16 elements a work-item as float16 vectors) against CPU
+class where the implementation vectorises a work-item's loop, as PoCL: pointwise.cl's pointwise_contiguous_v16,
+16 elements a work-item as float16 vectors) against CPU
 PyTorch: every op whose expression vectorizes, forward and backward, over a grid of magnitudes with
 infinities, NaN and signed zeros, lengths that leave a partial last vector; which kernel runs where (the GPU
-class, other dtypes and strided operands keep the per-element kernels)."""
+class, implementations that vectorise across work-items as Intel's CPU runtime, other dtypes and strided
+operands keep the per-element kernels)."""
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-import torch_opencl  # noqa: F401
+import torch_opencl
 from _device_helpers import kernel_class, launched_kernels, native_only
 
 DEV = "opencl"
-VECTORS = kernel_class() == "cpu"
+VECTORS = torch_opencl._C._device_properties(0)["pointwise_vectors"]
+assert not VECTORS or kernel_class() == "cpu"
 
 
 def grid(n_dense):
