@@ -28,9 +28,11 @@ def program_prelude(device: int) -> str:
     if device not in _PRELUDE:
         props = _C._device_properties(device)
         # VEC16: the float16 forms of pointwise_functions.cl's helpers, for the CPU form's vector loop
-        # (vectors.py).
+        # (vectors.py) and the register GEMM template's vector epilogues (gemm.py), which Intel's CPU runtime
+        # takes without the vector loop (pointwise_vectors off where work-items are vectorised).
+        vec16 = props["pointwise_vectors"] or props["cpu_gemm_vector_width"]
         _PRELUDE[device] = (("#define TOCL_FP64\n" if props["fp64"] else "")
-                            + ("#define VEC16 1\n" if props["pointwise_vectors"] else "")
+                            + ("#define VEC16 1\n" if vec16 else "")
                             + ("#define TOCL_INT64_ATOMICS 1\n" if has_int64_atomics(device) else "")
                             # The product template's tile (gemm.py, kernels_cl/inductor_gemm.cl).
                             + ("".join(f"#define {name} {props[key]}\n" for name, key in _GEMM_DEFINES)
