@@ -22,11 +22,13 @@ fi
 # compiled by Intel's compiler in both kernel classes, with its warnings; fp16's autocast rule; logspace's
 # integers (the driver's pow is not glibc's); training against CPU, and float16 autocast's (the default dtype
 # here: cl_khr_fp16); the line forms in the runtime's own layout (work-items vectorised, 16 a run); the fuzzer's
-# operator families (PoCL's fixed examples) and attention, in both classes. (torch.compile's tests are left to
-# the whole suite: Intel's compiler takes about 10 s per generated program, 10 minutes for test_inductor.py -k forms.)
+# operator families (PoCL's fixed examples) and attention, in both classes; torch.compile's training workloads,
+# vector loops and product epilogues (30 s cold; the rest of its tests are left to the whole suite, 1 to 2 minutes
+# a module cold on Intel's compiler).
 SLICE=(test_kernel_warnings.py test_autocast.py test_sort_shape.py::test_logspace_matches_cpu test_training.py
        test_half_training.py test_item_vectorisation.py test_copy_lines.py test_pointwise_lines.py test_foreach.py
-       test_reduce.py test_normalization.py test_index_ops.py)
+       test_reduce.py test_normalization.py test_index_ops.py test_compile_gemm.py::test_vector_epilogue_matches_cpu_forms
+       test_inductor.py::test_pointwise_vectors_forms test_inductor.py::test_training_workloads_match_eager)
 echo "==> Intel's OpenCL runtime (TORCH_OPENCL_PLATFORM=Intel): ${SLICE[*]} test_fuzz.py test_attention.py"
 run "${SLICE[@]}"
 run test_fuzz.py test_attention.py -k "test_fuzz[ or attention"
