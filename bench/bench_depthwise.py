@@ -20,14 +20,17 @@ from _timing import median_seconds
 
 
 class MBConv(nn.Module):
+    """An EfficientNet MBConv block: 1x1 expansion, depthwise k x k (stride s), squeeze-excitation, 1x1
+    projection, batch norms and SiLU, residual where the shape allows (test_conv_depthwise.py trains it too)."""
+
     def __init__(self, cin, cout, k, stride, expand=4):
         super().__init__()
-        mid = cin * expand
+        mid, squeeze = cin * expand, max(1, cin // 4)
         self.expand = nn.Sequential(nn.Conv2d(cin, mid, 1, bias=False), nn.BatchNorm2d(mid), nn.SiLU())
         self.depthwise = nn.Sequential(nn.Conv2d(mid, mid, k, stride, k // 2, groups=mid, bias=False),
                                        nn.BatchNorm2d(mid), nn.SiLU())
-        self.se = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(mid, cin // 4, 1), nn.SiLU(),
-                                nn.Conv2d(cin // 4, mid, 1), nn.Sigmoid())
+        self.se = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(mid, squeeze, 1), nn.SiLU(),
+                                nn.Conv2d(squeeze, mid, 1), nn.Sigmoid())
         self.project = nn.Sequential(nn.Conv2d(mid, cout, 1, bias=False), nn.BatchNorm2d(cout))
         self.residual = stride == 1 and cin == cout
 

@@ -3,6 +3,8 @@ forward and the three gradients against CPU PyTorch, run natively, in whichever 
 (scripts/test.sh runs this file in both; float64 is test_convolution.py's test_conv2d_float64_depthwise);
 the MobileNet/EfficientNet block that motivates them trains as on CPU."""
 import copy
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -10,6 +12,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from _device_helpers import launched_kernels, native_only
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from bench_depthwise import MBConv  # noqa: E402  (the benchmark's block, trained here against CPU)
 
 DEV = "opencl"
 
@@ -77,33 +82,12 @@ def test_zero_batch_and_empty_output():
         assert torch.equal(w.grad.cpu(), torch.zeros(4, 1, 3, 3))
 
 
-class InvertedResidual(nn.Module):
-    """An EfficientNet MBConv block: 1x1 expansion, depthwise k x k (stride s), squeeze-excitation, 1x1
-    projection, batch norms and SiLU, residual where the shape allows."""
-
-    def __init__(self, cin, cout, k, stride, expand=4):
-        super().__init__()
-        mid = cin * expand
-        self.expand = nn.Sequential(nn.Conv2d(cin, mid, 1, bias=False), nn.BatchNorm2d(mid), nn.SiLU())
-        self.depthwise = nn.Sequential(nn.Conv2d(mid, mid, k, stride, k // 2, groups=mid, bias=False),
-                                       nn.BatchNorm2d(mid), nn.SiLU())
-        self.se = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(mid, max(1, cin // 4), 1), nn.SiLU(),
-                                nn.Conv2d(max(1, cin // 4), mid, 1), nn.Sigmoid())
-        self.project = nn.Sequential(nn.Conv2d(mid, cout, 1, bias=False), nn.BatchNorm2d(cout))
-        self.residual = stride == 1 and cin == cout
-
-    def forward(self, x):
-        y = self.depthwise(self.expand(x))
-        y = self.project(y * self.se(y))
-        return x + y if self.residual else y
-
-
 def test_efficientnet_blocks_train_as_on_cpu():
     """Losses and every gradient over two SGD steps. (Gradients are compared, not AdamW's steps: the first
     block's projection bias has a gradient of zero up to rounding, 5e-9, whose sign AdamW turns into a full
     step either way.)"""
     torch.manual_seed(0)
-    ref = nn.Sequential(InvertedResidual(8, 8, 3, 1), InvertedResidual(8, 12, 5, 2), nn.AdaptiveAvgPool2d(1),
+    ref = nn.Sequential(MBConv(8, 8, 3, 1), MBConv(8, 12, 5, 2), nn.AdaptiveAvgPool2d(1),
                         nn.Flatten(), nn.Linear(12, 5))
     model = copy.deepcopy(ref).to(DEV)
     x, target = rnd(4, 8, 16, 16, seed=3), torch.randint(0, 5, (4,))
