@@ -85,8 +85,9 @@ KernelForms choose(int device, const DeviceInfo& d) {
   f.lanes_reason = lanes.reason;
   f.line_lanes = f.vectorises_items && !f.gpu() ? std::max<size_t>(16, d.simd_width) : 1;
   if (const char* v = std::getenv("TORCH_OPENCL_LINE_LANES"); v && *v) {
-    const long n = std::strtol(v, nullptr, 10);
-    if (n < 1 || n > 64 || (n & (n - 1)))
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (*end != '\0' || n < 1 || n > 64 || (n & (n - 1)))
       throw Error("TORCH_OPENCL_LINE_LANES='" + std::string(v) +
                   "': use a power of two from 1 (a work-item walks each run alone) to 64, or leave it unset for "
                   "the implementation's default.");

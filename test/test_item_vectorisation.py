@@ -47,7 +47,7 @@ def _run(code, **env):
                           timeout=300)
 
 
-@pytest.mark.parametrize("value", ["3", "0", "128", "many"])
+@pytest.mark.parametrize("value", ["3", "0", "128", "many", "16x"])
 def test_line_lanes_rejects_what_has_no_form(value):
     proc = _run("import torch, torch_opencl; torch.ones(2, device='opencl') + 1", TORCH_OPENCL_LINE_LANES=value)
     assert proc.returncode != 0
